@@ -1,0 +1,157 @@
+/*
+ * The backend plugin ABI.
+ *
+ * A backend is a table of function pointers. The CPU backend is compiled into
+ * liblocus; CUDA and OpenCL are shared modules that export one function,
+ * LOCUS_BACKEND_ENTRY_SYMBOL, returning their table. A module calls into the
+ * runtime only through the locus_services table handed to init(), and links
+ * no liblocus symbol, so it works with the shared and the static library.
+ *
+ * The runtime checks abi_version before calling anything else; a table of
+ * another version makes the backend absent, with the versions in the reason.
+ * Bump LOCUS_BACKEND_ABI_VERSION on any change to these structs that is not
+ * an append at the end.
+ */
+#ifndef LOCUS_BACKEND_H
+#define LOCUS_BACKEND_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "locus.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOCUS_BACKEND_ABI_VERSION 1u
+#define LOCUS_BACKEND_ENTRY_SYMBOL "locus_backend_entry"
+
+/* Per-op state the runtime hands a backend's op: the record to fill in
+ * (algorithm, workspace_bytes; the runtime fills the rest) and the runtime's
+ * bookkeeping for the local/remote accounting. */
+typedef struct locus_op_context {
+    locus_record *record;
+    void *runtime_private;
+} locus_op_context;
+
+typedef void (*locus_worker_fn)(void *arg, int worker, int workers);
+
+/* What the runtime offers a backend. `runtime` is the opaque handle given to
+ * init(); pass it back unchanged. */
+typedef struct locus_services {
+    size_t struct_size;
+    uint32_t abi_version;
+
+    /* Logging at a level, filtered by LOCUS_LOG. */
+    void (*log)(void *runtime, locus_log_level level, const char *format,
+                ...);
+    /* Sets this thread's error detail and returns status, so a backend can
+     * write `return services->fail(LOCUS_ERROR_BACKEND, "...", ...)`. */
+    locus_status (*fail)(locus_status status, const char *format, ...);
+
+    /* The worker pool: one thread per allowed core, pinned, ordered by NUMA
+     * node. A worker set is the whole pool (node -1) or the workers of one
+     * OS node. run() calls fn(arg, rank, ranks) on every worker of the set,
+     * rank 0 .. ranks-1 in pool order, and returns when all are done; jobs
+     * from several application threads are serialized. */
+    int (*worker_count)(void *runtime, int node);
+    locus_status (*run)(void *runtime, int node, locus_worker_fn fn,
+                        void *arg);
+    /* The canonical split of [0, total) into `ranks` contiguous ranges in
+     * rank order, each a multiple of `align` except the last. Buffers placed
+     * `local` were first-touched by the whole pool with this split of their
+     * bytes (align = page size), so kernels that follow it read locally. */
+    void (*split)(size_t total, size_t align, int rank, int ranks,
+                  size_t *begin, size_t *end);
+
+    /* Records that the calling worker read [memory, memory + bytes) of host
+     * memory, for the op's local/remote accounting. Call once per range, not
+     * per element; the runtime resolves page placement after the op. */
+    void (*account_read)(locus_op_context *op, const void *memory,
+                         size_t bytes);
+
+    /* NUMA nodes, by position 0 .. count-1 (OS numbers in the info). */
+    int (*numa_node_count)(void *runtime);
+    locus_status (*numa_node)(void *runtime, int position,
+                              locus_numa_node_info *info);
+
+    /* Host memory bound to an OS node (-1: no binding), for staging and
+     * workspace; NULL on failure with the error detail set. */
+    void *(*host_alloc)(void *runtime, size_t bytes, int node);
+    void (*host_free)(void *runtime, void *memory, size_t bytes);
+
+    /* The NUMA nodes nearest a PCI device, from the topology (0: unknown). */
+    uint64_t (*pci_numa_mask)(void *runtime, unsigned domain, unsigned bus,
+                              unsigned device, unsigned function);
+    /* The OS nodes holding these OS cpus' cores (0: unknown). */
+    uint64_t (*cpuset_numa_mask)(void *runtime, const char *cpu_list);
+
+    /* LOCUS_CPU_ISA as resolved: "generic", "avx2", "avx512", or NULL when
+     * not forced. */
+    const char *(*forced_cpu_isa)(void *runtime);
+} locus_services;
+
+typedef struct locus_backend {
+    size_t struct_size;
+    uint32_t abi_version; /* LOCUS_BACKEND_ABI_VERSION */
+    const char *name;     /* "cpu", "cuda", "opencl" */
+    /* Nonzero: the device computes on host memory; ops receive host pointers
+     * and the memory functions below may be NULL. */
+    int host_memory;
+
+    /* Finds devices. On failure or when no device is found, returns a
+     * negative status or sets *device_count to 0 and writes why into reason;
+     * the backend is then absent. */
+    locus_status (*init)(const locus_services *services, void *runtime,
+                         void **state, size_t *device_count, char *reason,
+                         size_t reason_size);
+    void (*fini)(void *state);
+    /* Fills everything but selector, which the runtime assigns. The CPU
+     * backend's device 0 is all workers; device i >= 1 is the workers of the
+     * NUMA node at position i - 1, present only on machines of two or more
+     * nodes. */
+    locus_status (*device_info)(void *state, size_t device,
+                                locus_device_info *info);
+
+    /* Device memory. Handles are opaque to the runtime. */
+    locus_status (*alloc)(void *state, size_t device, size_t bytes,
+                          void **memory);
+    void (*free)(void *state, size_t device, void *memory);
+    locus_status (*upload)(void *state, size_t device, void *memory,
+                           const void *host, size_t bytes,
+                           locus_op_context *op);
+    locus_status (*download)(void *state, size_t device, const void *memory,
+                             void *host, size_t bytes, locus_op_context *op);
+
+    /* Ops; NULL: not offered on this backend. Descriptors arrive validated
+     * against the buffers, with leading dimensions made explicit. Each op
+     * finishes before it returns. */
+    locus_status (*reduce)(void *state, size_t device,
+                           const locus_reduce_desc *desc, const void *x,
+                           double *result, locus_op_context *op);
+    locus_status (*gemm)(void *state, size_t device,
+                         const locus_gemm_desc *desc, const void *a,
+                         const void *b, void *c, locus_op_context *op);
+    locus_status (*conv2d)(void *state, size_t device,
+                           const locus_conv2d_desc *desc, const void *input,
+                           const void *filter, void *output,
+                           locus_op_context *op);
+} locus_backend;
+
+#if defined(__GNUC__)
+#define LOCUS_BACKEND_EXPORT __attribute__((visibility("default")))
+#else
+#define LOCUS_BACKEND_EXPORT
+#endif
+
+/* The one symbol a backend module exports, as
+ * LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void); */
+typedef const locus_backend *(*locus_backend_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCUS_BACKEND_H */

@@ -1,0 +1,441 @@
+/*
+ * Locus: a NUMA-aware heterogeneous compute runtime.
+ *
+ * One header an application includes. Conventions:
+ *  - every action returns a locus_status (0 success, negative errors); the
+ *    detail of the last failure on this thread is in locus_last_error();
+ *  - results come back through out-parameters;
+ *  - every _create has a _destroy, and _destroy(NULL) does nothing;
+ *  - option and descriptor structs carry struct_size and have an _init()
+ *    function, so they can grow without breaking the ABI: always call the
+ *    _init() function before filling one in.
+ *
+ * Matrices are row-major. Element counts, shapes and offsets are size_t.
+ */
+#ifndef LOCUS_LOCUS_H
+#define LOCUS_LOCUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(LOCUS_BUILDING_LIBRARY) && defined(__GNUC__)
+#define LOCUS_API __attribute__((visibility("default")))
+#else
+#define LOCUS_API
+#endif
+
+#define LOCUS_VERSION_MAJOR 0
+#define LOCUS_VERSION_MINOR 1
+#define LOCUS_VERSION_PATCH 0
+/* One comparable number: 10000 * major + 100 * minor + patch. */
+#define LOCUS_VERSION                                                          \
+    (LOCUS_VERSION_MAJOR * 10000 + LOCUS_VERSION_MINOR * 100 +                 \
+     LOCUS_VERSION_PATCH)
+
+/* The version of the library actually loaded (LOCUS_VERSION's encoding). */
+LOCUS_API int locus_version(void);
+/* The same as "major.minor.patch". */
+LOCUS_API const char *locus_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* X(name, value, message): the one list that status codes, their names and
+ * their messages are generated from. */
+#define LOCUS_STATUS_LIST(X)                                                   \
+    X(LOCUS_SUCCESS, 0, "success")                                             \
+    X(LOCUS_ERROR_NULL_ARGUMENT, -1, "a required argument is NULL")            \
+    X(LOCUS_ERROR_INVALID_ARGUMENT, -2, "invalid argument")                    \
+    X(LOCUS_ERROR_SIZE_OVERFLOW, -3, "size overflows")                         \
+    X(LOCUS_ERROR_BUFFER_TOO_SMALL, -4, "buffer too small for the shape")      \
+    X(LOCUS_ERROR_OUT_OF_MEMORY, -5, "out of host memory")                     \
+    X(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY, -6, "out of device memory")            \
+    X(LOCUS_ERROR_DEVICE_NOT_FOUND, -7, "no such device")                      \
+    X(LOCUS_ERROR_NOT_SUPPORTED, -8, "operation not supported on the device")  \
+    X(LOCUS_ERROR_BAD_ENVIRONMENT, -9, "unparsable environment value")         \
+    X(LOCUS_ERROR_PLACEMENT, -10, "memory placement failed")                   \
+    X(LOCUS_ERROR_TOPOLOGY, -11, "topology could not be loaded")               \
+    X(LOCUS_ERROR_PLUGIN, -12, "backend module could not be loaded")           \
+    X(LOCUS_ERROR_BACKEND, -13, "backend failure")                             \
+    X(LOCUS_ERROR_BUSY, -14, "buffer is mapped")                               \
+    X(LOCUS_ERROR_SYSTEM, -15, "system call failed")                           \
+    X(LOCUS_ERROR_DEVICE_UNAVAILABLE, -16, "requested device unavailable")
+
+typedef enum locus_status {
+#define LOCUS_STATUS_ENUM_(name, value, message) name = value,
+    LOCUS_STATUS_LIST(LOCUS_STATUS_ENUM_)
+#undef LOCUS_STATUS_ENUM_
+} locus_status;
+
+/* The fixed message of a status ("unknown status" for other values). */
+LOCUS_API const char *locus_status_str(locus_status status);
+/* The enumerator's name, e.g. "LOCUS_ERROR_SIZE_OVERFLOW". */
+LOCUS_API const char *locus_status_name(locus_status status);
+/* The detail of the last failure on the calling thread: the status message
+ * plus the offending value or the backend's own message. Valid until the
+ * thread's next Locus call; "" when the last call succeeded. */
+LOCUS_API const char *locus_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct locus_context locus_context;
+typedef struct locus_device locus_device;
+typedef struct locus_buffer locus_buffer;
+
+typedef enum locus_log_level {
+    LOCUS_LOG_ERROR = 0,
+    LOCUS_LOG_WARN = 1,
+    LOCUS_LOG_INFO = 2,
+    LOCUS_LOG_DEBUG = 3,
+} locus_log_level;
+
+/* Each string field, when non-NULL, takes precedence over the LOCUS_*
+ * variable of the same meaning and uses the same grammar (docs/ENV.md). */
+typedef struct locus_context_options {
+    size_t struct_size;
+    const char *device;      /* LOCUS_DEVICE */
+    const char *backends;    /* LOCUS_BACKENDS */
+    const char *threads;     /* LOCUS_THREADS */
+    const char *numa;        /* LOCUS_NUMA */
+    const char *strict;      /* LOCUS_STRICT */
+    const char *log;         /* LOCUS_LOG */
+    const char *record;      /* LOCUS_RECORD */
+    const char *topology;    /* LOCUS_TOPOLOGY */
+    const char *plugin_path; /* LOCUS_PLUGIN_PATH */
+    const char *cpu_isa;     /* LOCUS_CPU_ISA */
+    int ignore_environment;  /* nonzero: read no LOCUS_* variable */
+} locus_context_options;
+
+LOCUS_API void locus_context_options_init(locus_context_options *options);
+
+/* options may be NULL (defaults plus environment). Fails with
+ * LOCUS_ERROR_BAD_ENVIRONMENT when a variable or option does not parse. */
+LOCUS_API locus_status locus_context_create(const locus_context_options *options,
+                                            locus_context **out);
+LOCUS_API void locus_context_destroy(locus_context *context);
+
+/* How one LOCUS_* variable resolved in this context. */
+typedef struct locus_setting {
+    const char *name;     /* "LOCUS_DEVICE" */
+    const char *raw;      /* what was given, NULL when unset */
+    const char *source;   /* "option", "environment" or "default" */
+    const char *resolved; /* the value in effect, spelled out */
+} locus_setting;
+
+LOCUS_API locus_status locus_setting_count(const locus_context *context,
+                                           size_t *count);
+LOCUS_API locus_status locus_setting_get(const locus_context *context,
+                                         size_t index, locus_setting *out);
+
+/* ------------------------------------------------------------------------ */
+/* Topology                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Bits of a node mask are OS NUMA node numbers (as numactl shows them). */
+#define LOCUS_MAX_NUMA_NODES 64
+
+typedef struct locus_numa_node_info {
+    size_t struct_size;
+    int os_index;
+    uint64_t memory_bytes;
+    int cpu_count;       /* allowed cpus of this node */
+    char cpus[256];      /* OS cpu list, e.g. "0-7,16-23" */
+} locus_numa_node_info;
+
+LOCUS_API void locus_numa_node_info_init(locus_numa_node_info *info);
+LOCUS_API locus_status locus_numa_node_count(const locus_context *context,
+                                             size_t *count);
+/* index is the position in node order (0 .. count-1), not the OS number. */
+LOCUS_API locus_status locus_numa_node_get(const locus_context *context,
+                                           size_t index,
+                                           locus_numa_node_info *info);
+/* Relative distance (10 = local) between the nodes at two positions; 0
+ * when the topology gives none. */
+LOCUS_API locus_status locus_numa_distance(const locus_context *context,
+                                           size_t from, size_t to,
+                                           unsigned *distance);
+/* Nonzero when binding is real: the topology is this machine's. A synthetic
+ * or XML topology binds nothing, and Locus never reports placement as
+ * verified under one. */
+LOCUS_API int locus_topology_is_this_system(const locus_context *context);
+/* A short description of where the topology came from. */
+LOCUS_API const char *locus_topology_source(const locus_context *context);
+
+/* ------------------------------------------------------------------------ */
+/* Devices and backends                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef enum locus_device_kind {
+    LOCUS_DEVICE_CPU = 0,
+    LOCUS_DEVICE_GPU = 1,
+    LOCUS_DEVICE_ACCELERATOR = 2,
+} locus_device_kind;
+
+typedef struct locus_device_info {
+    size_t struct_size;
+    char selector[32]; /* canonical selector: "cpu", "cuda:0", "opencl:1" */
+    char backend[16];  /* "cpu", "cuda", "opencl" */
+    char name[128];
+    char vendor[64];
+    char version[64];  /* driver or platform version */
+    locus_device_kind kind;
+    uint64_t nearest_numa_mask; /* OS node numbers; 0 when unknown */
+    uint64_t memory_bytes;
+    int compute_units; /* cores, SMs or compute units */
+    int index_in_backend;
+} locus_device_info;
+
+LOCUS_API void locus_device_info_init(locus_device_info *info);
+LOCUS_API const char *locus_device_kind_str(locus_device_kind kind);
+
+LOCUS_API locus_status locus_device_count(const locus_context *context,
+                                          size_t *count);
+/* Devices are owned by the context and live as long as it does. */
+LOCUS_API locus_status locus_device_get(locus_context *context, size_t index,
+                                        locus_device **out);
+/* The first device matching a selector of the LOCUS_DEVICE grammar:
+ * "cpu", "cpu:numa=1", "cuda", "cuda:1", "opencl", "opencl:gpu",
+ * "opencl:cpu", "opencl:0", "auto", or a comma list in order of preference.
+ * "auto" picks the scheduler's default device. */
+LOCUS_API locus_status locus_device_find(locus_context *context,
+                                         const char *selector,
+                                         locus_device **out);
+LOCUS_API locus_status locus_device_get_info(const locus_device *device,
+                                             locus_device_info *info);
+
+typedef struct locus_backend_info {
+    size_t struct_size;
+    char name[16];
+    int available;     /* loaded and found at least one device */
+    char reason[256];  /* why not available, or where it came from */
+    size_t device_count;
+} locus_backend_info;
+
+LOCUS_API void locus_backend_info_init(locus_backend_info *info);
+/* Every backend Locus knows of, loaded or not: cpu, cuda, opencl. */
+LOCUS_API locus_status locus_backend_count(const locus_context *context,
+                                           size_t *count);
+LOCUS_API locus_status locus_backend_get(const locus_context *context,
+                                         size_t index,
+                                         locus_backend_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Buffers                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum locus_placement_policy {
+    LOCUS_PLACE_DEFAULT = 0,    /* the context's LOCUS_NUMA policy */
+    LOCUS_PLACE_LOCAL = 1,      /* first touch by the workers that use it */
+    LOCUS_PLACE_NODE = 2,       /* bound to one node (node field) */
+    LOCUS_PLACE_INTERLEAVE = 3, /* pages spread round-robin over nodes */
+    LOCUS_PLACE_OFF = 4,        /* plain allocation, no policy */
+} locus_placement_policy;
+
+typedef struct locus_placement {
+    size_t struct_size;
+    locus_placement_policy policy;
+    int node; /* OS node number for LOCUS_PLACE_NODE */
+} locus_placement;
+
+LOCUS_API void locus_placement_init(locus_placement *placement);
+
+/* Host memory of `bytes` bytes placed by `placement` (NULL: the default).
+ * Node placement is verified with a page query where binding is real;
+ * a node that does not exist, or a binding the kernel refused, fails with
+ * LOCUS_ERROR_PLACEMENT. */
+LOCUS_API locus_status locus_buffer_create(locus_context *context,
+                                           size_t bytes,
+                                           const locus_placement *placement,
+                                           locus_buffer **out);
+/* Adopt caller memory; Locus never frees it. The memory must outlive the
+ * buffer. Alignment of 64 bytes gives the fastest kernels. */
+LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
+                                         size_t bytes, locus_buffer **out);
+/* Waits for ops on the buffer, frees device copies, and the host memory if
+ * Locus allocated it. */
+LOCUS_API void locus_buffer_destroy(locus_buffer *buffer);
+
+LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
+                                         size_t *bytes);
+LOCUS_API locus_status locus_buffer_write(locus_buffer *buffer, size_t offset,
+                                          const void *source, size_t bytes);
+LOCUS_API locus_status locus_buffer_read(locus_buffer *buffer, size_t offset,
+                                         void *destination, size_t bytes);
+
+typedef enum locus_map_mode {
+    LOCUS_MAP_READ = 1,
+    LOCUS_MAP_WRITE = 2,
+    LOCUS_MAP_READ_WRITE = 3,
+} locus_map_mode;
+
+/* The host copy, made current first. Until unmap, ops on the buffer fail
+ * with LOCUS_ERROR_BUSY. LOCUS_MAP_WRITE marks device copies stale. */
+LOCUS_API locus_status locus_buffer_map(locus_buffer *buffer,
+                                        locus_map_mode mode, void **host);
+LOCUS_API locus_status locus_buffer_unmap(locus_buffer *buffer);
+
+/* Where pages live: the answer of move_pages(2) with no target nodes. */
+typedef struct locus_page_report {
+    size_t struct_size;
+    size_t page_size;
+    size_t pages_total;
+    size_t pages_queried; /* pages_total, or a sample of large ranges */
+    size_t pages_on_node[LOCUS_MAX_NUMA_NODES]; /* by OS node number */
+    size_t pages_untouched; /* never faulted in (ENOENT) */
+    size_t pages_unmapped;  /* not mappable, e.g. the zero page (EFAULT) */
+    size_t pages_other;     /* any other per-page error */
+} locus_page_report;
+
+LOCUS_API void locus_page_report_init(locus_page_report *report);
+/* Page location of any host range (max_samples 0: every page). */
+LOCUS_API locus_status locus_query_pages(const void *memory, size_t bytes,
+                                         size_t max_samples,
+                                         locus_page_report *report);
+/* Page location of a buffer's host copy. */
+LOCUS_API locus_status locus_buffer_query_pages(locus_buffer *buffer,
+                                                locus_page_report *report);
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum locus_dtype {
+    LOCUS_DTYPE_F32 = 1, /* the only one implemented so far */
+    LOCUS_DTYPE_F64 = 2,
+} locus_dtype;
+
+typedef enum locus_provenance {
+    LOCUS_PROVENANCE_NONE = 0,      /* not measured */
+    LOCUS_PROVENANCE_ESTIMATED = 1, /* page placement x access partition */
+    LOCUS_PROVENANCE_COUNTED = 2,   /* hardware counters */
+} locus_provenance;
+
+LOCUS_API const char *locus_provenance_str(locus_provenance provenance);
+
+/* What one operation did and cost. */
+typedef struct locus_record {
+    size_t struct_size;
+    char op[16];        /* "reduce", "gemm", "conv2d" */
+    char device[32];    /* the device's selector */
+    char algorithm[32]; /* e.g. "pairwise", "im2col" */
+    double seconds;     /* wall time of the whole call */
+    double flops;       /* floating-point operations counted */
+    uint64_t bytes;     /* the fewest bytes the op must move */
+    uint64_t bytes_to_device;   /* host -> device transfers */
+    uint64_t bytes_from_device; /* device -> host transfers */
+    uint64_t workspace_bytes;   /* scratch memory the algorithm used */
+    uint64_t local_bytes;       /* host bytes read on the reader's node */
+    uint64_t remote_bytes;      /* host bytes read from another node */
+    locus_provenance provenance; /* of local_bytes and remote_bytes */
+} locus_record;
+
+LOCUS_API void locus_record_init(locus_record *record);
+/* One JSON object, no newline, into text (truncated to capacity). Returns
+ * the length it needed, like snprintf. */
+LOCUS_API size_t locus_record_to_json(const locus_record *record, char *text,
+                                      size_t capacity);
+
+typedef enum locus_reduce_op {
+    LOCUS_REDUCE_SUM = 0,
+    LOCUS_REDUCE_MIN = 1,
+    LOCUS_REDUCE_MAX = 2,
+} locus_reduce_op;
+
+typedef struct locus_reduce_desc {
+    size_t struct_size;
+    locus_dtype dtype;
+    locus_reduce_op op;
+    size_t count; /* elements, from the start of the buffer; at least 1 */
+} locus_reduce_desc;
+
+LOCUS_API void locus_reduce_desc_init(locus_reduce_desc *desc);
+
+/* Every op takes a device, or NULL for the scheduler's choice (LOCUS_DEVICE),
+ * and an optional record to fill (NULL: none). */
+LOCUS_API locus_status locus_reduce(locus_context *context,
+                                    locus_device *device,
+                                    const locus_reduce_desc *desc,
+                                    locus_buffer *x, double *result,
+                                    locus_record *record);
+
+typedef enum locus_transpose {
+    LOCUS_NO_TRANS = 0,
+    LOCUS_TRANS = 1,
+} locus_transpose;
+
+typedef enum locus_math_mode {
+    LOCUS_MATH_FP32 = 0,   /* exact FP32 semantics (default) */
+    LOCUS_MATH_TF32 = 1,   /* tensor cores, TF32 inputs */
+    LOCUS_MATH_3XTF32 = 2, /* tensor cores, split operands */
+} locus_math_mode;
+
+/* C = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm with
+ * CblasRowMajor: op(A) is m x k, op(B) is k x n, C is m x n; lda is at least
+ * the row length of A as stored (k, or m when transposed), likewise ldb, and
+ * ldc >= n. With beta == 0, C is not read (NaN in C does not propagate). */
+typedef struct locus_gemm_desc {
+    size_t struct_size;
+    locus_dtype dtype;
+    locus_transpose trans_a;
+    locus_transpose trans_b;
+    size_t m, n, k;
+    size_t lda, ldb, ldc; /* 0: the tight value */
+    double alpha;
+    double beta;
+    locus_math_mode math;
+} locus_gemm_desc;
+
+LOCUS_API void locus_gemm_desc_init(locus_gemm_desc *desc);
+LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
+                                  const locus_gemm_desc *desc, locus_buffer *a,
+                                  locus_buffer *b, locus_buffer *c,
+                                  locus_record *record);
+
+typedef enum locus_conv_algorithm {
+    LOCUS_CONV_AUTO = 0,
+    LOCUS_CONV_IM2COL = 1, /* lower to columns, one GEMM */
+    LOCUS_CONV_MEC = 2,    /* memory-efficient convolution */
+} locus_conv_algorithm;
+
+LOCUS_API const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm);
+
+/* Input NCHW (batch x in_channels x in_height x in_width), filter KCRS
+ * (out_channels x in_channels x kernel_height x kernel_width), output NKPQ
+ * with P = (in_height + 2 pad_h - kernel_height) / stride_h + 1, likewise Q.
+ * Zero padding; cross-correlation, as in every deep-learning library. */
+typedef struct locus_conv2d_desc {
+    size_t struct_size;
+    locus_dtype dtype;
+    size_t batch;
+    size_t in_channels, in_height, in_width;
+    size_t out_channels, kernel_height, kernel_width;
+    size_t stride_h, stride_w; /* at least 1 */
+    size_t pad_h, pad_w;
+    locus_conv_algorithm algorithm;
+    locus_math_mode math;
+} locus_conv2d_desc;
+
+LOCUS_API void locus_conv2d_desc_init(locus_conv2d_desc *desc);
+/* Output height and width; fails when the kernel does not fit. */
+LOCUS_API locus_status locus_conv2d_output_shape(const locus_conv2d_desc *desc,
+                                                 size_t *out_height,
+                                                 size_t *out_width);
+LOCUS_API locus_status locus_conv2d(locus_context *context,
+                                    locus_device *device,
+                                    const locus_conv2d_desc *desc,
+                                    locus_buffer *input, locus_buffer *filter,
+                                    locus_buffer *output,
+                                    locus_record *record);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCUS_LOCUS_H */
