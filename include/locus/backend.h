@@ -45,8 +45,7 @@ typedef struct locus_services {
     uint32_t abi_version;
 
     /* Logging at a level, filtered by LOCUS_LOG. */
-    void (*log)(void *runtime, locus_log_level level, const char *format,
-                ...);
+    void (*log)(void *runtime, locus_log_level level, const char *format, ...);
     /* Sets this thread's error detail and returns status, so a backend can
      * write `return services->fail(LOCUS_ERROR_BACKEND, "...", ...)`. */
     locus_status (*fail)(locus_status status, const char *format, ...);
@@ -57,8 +56,7 @@ typedef struct locus_services {
      * rank 0 .. ranks-1 in pool order, and returns when all are done; jobs
      * from several application threads are serialized. */
     int (*worker_count)(void *runtime, int node);
-    locus_status (*run)(void *runtime, int node, locus_worker_fn fn,
-                        void *arg);
+    locus_status (*run)(void *runtime, int node, locus_worker_fn fn, void *arg);
     /* The canonical split of [0, total) into `ranks` contiguous ranges in
      * rank order, each a multiple of `align` except the last. Buffers placed
      * `local` were first-touched by the whole pool with this split of their

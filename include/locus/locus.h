@@ -117,8 +117,8 @@ LOCUS_API void locus_context_options_init(locus_context_options *options);
 
 /* options may be NULL (defaults plus environment). Fails with
  * LOCUS_ERROR_BAD_ENVIRONMENT when a variable or option does not parse. */
-LOCUS_API locus_status locus_context_create(const locus_context_options *options,
-                                            locus_context **out);
+LOCUS_API locus_status
+locus_context_create(const locus_context_options *options, locus_context **out);
 LOCUS_API void locus_context_destroy(locus_context *context);
 
 /* How one LOCUS_* variable resolved in this context. */
@@ -145,8 +145,8 @@ typedef struct locus_numa_node_info {
     size_t struct_size;
     int os_index;
     uint64_t memory_bytes;
-    int cpu_count;       /* allowed cpus of this node */
-    char cpus[256];      /* OS cpu list, e.g. "0-7,16-23" */
+    int cpu_count;  /* allowed cpus of this node */
+    char cpus[256]; /* OS cpu list, e.g. "0-7,16-23" */
 } locus_numa_node_info;
 
 LOCUS_API void locus_numa_node_info_init(locus_numa_node_info *info);
@@ -184,7 +184,7 @@ typedef struct locus_device_info {
     char backend[16];  /* "cpu", "cuda", "opencl" */
     char name[128];
     char vendor[64];
-    char version[64];  /* driver or platform version */
+    char version[64]; /* driver or platform version */
     locus_device_kind kind;
     uint64_t nearest_numa_mask; /* OS node numbers; 0 when unknown */
     uint64_t memory_bytes;
@@ -213,8 +213,8 @@ LOCUS_API locus_status locus_device_get_info(const locus_device *device,
 typedef struct locus_backend_info {
     size_t struct_size;
     char name[16];
-    int available;     /* loaded and found at least one device */
-    char reason[256];  /* why not available, or where it came from */
+    int available;    /* loaded and found at least one device */
+    char reason[256]; /* why not available, or where it came from */
     size_t device_count;
 } locus_backend_info;
 
@@ -250,8 +250,7 @@ LOCUS_API void locus_placement_init(locus_placement *placement);
  * Node placement is verified with a page query where binding is real;
  * a node that does not exist, or a binding the kernel refused, fails with
  * LOCUS_ERROR_PLACEMENT. */
-LOCUS_API locus_status locus_buffer_create(locus_context *context,
-                                           size_t bytes,
+LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
                                            const locus_placement *placement,
                                            locus_buffer **out);
 /* Adopt caller memory; Locus never frees it. The memory must outlive the
@@ -288,9 +287,9 @@ typedef struct locus_page_report {
     size_t pages_total;
     size_t pages_queried; /* pages_total, or a sample of large ranges */
     size_t pages_on_node[LOCUS_MAX_NUMA_NODES]; /* by OS node number */
-    size_t pages_untouched; /* never faulted in (ENOENT) */
-    size_t pages_unmapped;  /* not mappable, e.g. the zero page (EFAULT) */
-    size_t pages_other;     /* any other per-page error */
+    size_t pages_untouched;                     /* never faulted in (ENOENT) */
+    size_t pages_unmapped; /* not mappable, e.g. the zero page (EFAULT) */
+    size_t pages_other;    /* any other per-page error */
 } locus_page_report;
 
 LOCUS_API void locus_page_report_init(locus_page_report *report);
@@ -322,17 +321,17 @@ LOCUS_API const char *locus_provenance_str(locus_provenance provenance);
 /* What one operation did and cost. */
 typedef struct locus_record {
     size_t struct_size;
-    char op[16];        /* "reduce", "gemm", "conv2d" */
-    char device[32];    /* the device's selector */
-    char algorithm[32]; /* e.g. "pairwise", "im2col" */
-    double seconds;     /* wall time of the whole call */
-    double flops;       /* floating-point operations counted */
-    uint64_t bytes;     /* the fewest bytes the op must move */
-    uint64_t bytes_to_device;   /* host -> device transfers */
-    uint64_t bytes_from_device; /* device -> host transfers */
-    uint64_t workspace_bytes;   /* scratch memory the algorithm used */
-    uint64_t local_bytes;       /* host bytes read on the reader's node */
-    uint64_t remote_bytes;      /* host bytes read from another node */
+    char op[16];                 /* "reduce", "gemm", "conv2d" */
+    char device[32];             /* the device's selector */
+    char algorithm[32];          /* e.g. "pairwise", "im2col" */
+    double seconds;              /* wall time of the whole call */
+    double flops;                /* floating-point operations counted */
+    uint64_t bytes;              /* the fewest bytes the op must move */
+    uint64_t bytes_to_device;    /* host -> device transfers */
+    uint64_t bytes_from_device;  /* device -> host transfers */
+    uint64_t workspace_bytes;    /* scratch memory the algorithm used */
+    uint64_t local_bytes;        /* host bytes read on the reader's node */
+    uint64_t remote_bytes;       /* host bytes read from another node */
     locus_provenance provenance; /* of local_bytes and remote_bytes */
 } locus_record;
 
@@ -431,8 +430,7 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
                                     locus_device *device,
                                     const locus_conv2d_desc *desc,
                                     locus_buffer *input, locus_buffer *filter,
-                                    locus_buffer *output,
-                                    locus_record *record);
+                                    locus_buffer *output, locus_record *record);
 
 #ifdef __cplusplus
 }

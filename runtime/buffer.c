@@ -1,0 +1,344 @@
+#include "buffer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+static uint64_t copy_bit(const locus_device *device)
+{
+    if (device->backend->table->host_memory)
+        return LOCUS__HOST_COPY;
+    return UINT64_C(1) << (device->ordinal + 1);
+}
+
+static locus_status new_buffer(locus_context *context, size_t bytes,
+                               locus_buffer **out)
+{
+    locus_buffer *buffer = calloc(1, sizeof *buffer);
+    if (!buffer)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "buffer header");
+    buffer->context = context;
+    buffer->bytes = bytes;
+    buffer->valid = LOCUS__HOST_COPY;
+    pthread_rwlock_init(&buffer->use_lock, NULL);
+    pthread_mutex_init(&buffer->state_lock, NULL);
+    *out = buffer;
+    return LOCUS_SUCCESS;
+}
+
+static void delete_buffer(locus_buffer *buffer)
+{
+    pthread_mutex_destroy(&buffer->state_lock);
+    pthread_rwlock_destroy(&buffer->use_lock);
+    free(buffer);
+}
+
+LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
+                                           const locus_placement *placement,
+                                           locus_buffer **out)
+{
+    locus__clear_error();
+    if (!out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!context)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "context is NULL");
+    if (bytes == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "buffer of 0 bytes");
+    locus_placement resolved = context->config.numa;
+    if (placement) {
+        if (placement->struct_size < sizeof *placement)
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "placement struct_size %zu: call "
+                               "locus_placement_init first",
+                               placement->struct_size);
+        if (placement->policy < LOCUS_PLACE_DEFAULT ||
+            placement->policy > LOCUS_PLACE_OFF)
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "placement policy %d is unknown",
+                               (int)placement->policy);
+        if (placement->policy != LOCUS_PLACE_DEFAULT)
+            resolved = *placement;
+    }
+    locus_buffer *buffer;
+    locus_status status = new_buffer(context, bytes, &buffer);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    status = locus__host_alloc(&context->topology, context->pool, bytes,
+                               &resolved, &buffer->memory);
+    if (status != LOCUS_SUCCESS) {
+        delete_buffer(buffer);
+        return status;
+    }
+    buffer->host = buffer->memory.base;
+    *out = buffer;
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
+                                         size_t bytes, locus_buffer **out)
+{
+    locus__clear_error();
+    if (!out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!context || !memory)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "memory" : "context");
+    if (bytes == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "wrapping 0 bytes");
+    if ((uintptr_t)memory > UINTPTR_MAX - bytes)
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "%zu bytes at %p run past the address space", bytes,
+                           memory);
+    locus_buffer *buffer;
+    locus_status status = new_buffer(context, bytes, &buffer);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    buffer->wrapped = true;
+    buffer->host = memory;
+    *out = buffer;
+    return LOCUS_SUCCESS;
+}
+
+static void free_device_copies(locus_buffer *buffer)
+{
+    locus_context *context = buffer->context;
+    for (size_t d = 0; d < context->device_count; d++) {
+        if (!buffer->device_memory[d])
+            continue;
+        const locus_device *device = &context->devices[d];
+        device->backend->table->free(device->backend->state,
+                                     device->index_in_backend,
+                                     buffer->device_memory[d]);
+        buffer->device_memory[d] = NULL;
+    }
+}
+
+LOCUS_API void locus_buffer_destroy(locus_buffer *buffer)
+{
+    if (!buffer)
+        return;
+    /* Waits for ops still using it on other threads. */
+    pthread_rwlock_wrlock(&buffer->use_lock);
+    free_device_copies(buffer);
+    if (!buffer->wrapped)
+        locus__host_free(&buffer->memory);
+    pthread_rwlock_unlock(&buffer->use_lock);
+    delete_buffer(buffer);
+}
+
+LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
+                                         size_t *bytes)
+{
+    locus__clear_error();
+    if (!buffer || !bytes)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           buffer ? "bytes" : "buffer");
+    *bytes = buffer->bytes;
+    return LOCUS_SUCCESS;
+}
+
+/* With state_lock held: brings the host copy up to date from a device. */
+static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
+{
+    if (buffer->valid & LOCUS__HOST_COPY)
+        return LOCUS_SUCCESS;
+    locus_context *context = buffer->context;
+    for (size_t d = 0; d < context->device_count; d++) {
+        const locus_device *device = &context->devices[d];
+        if (!(buffer->valid & copy_bit(device)))
+            continue;
+        locus_status status = device->backend->table->download(
+            device->backend->state, device->index_in_backend,
+            buffer->device_memory[d], buffer->host, buffer->bytes, op);
+        if (status != LOCUS_SUCCESS)
+            return status;
+        buffer->valid |= LOCUS__HOST_COPY;
+        return LOCUS_SUCCESS;
+    }
+    return locus__fail(LOCUS_ERROR_BACKEND,
+                       "buffer of %zu bytes has no current copy",
+                       buffer->bytes);
+}
+
+locus_status locus__buffer_acquire(locus_buffer *buffer,
+                                   const locus_device *device,
+                                   locus__access access, locus_op_context *op,
+                                   void **memory)
+{
+    pthread_mutex_lock(&buffer->state_lock);
+    locus_status status = LOCUS_SUCCESS;
+    if (buffer->mapped) {
+        status = locus__fail(LOCUS_ERROR_BUSY,
+                             "buffer of %zu bytes is mapped; unmap it before "
+                             "running an op on it",
+                             buffer->bytes);
+        goto unlock;
+    }
+    uint64_t bit = copy_bit(device);
+    const locus_backend *table = device->backend->table;
+    if (table->host_memory) {
+        if (access & LOCUS__READ)
+            status = refresh_host(buffer, op);
+        *memory = buffer->host;
+        goto unlock;
+    }
+    void **copy = &buffer->device_memory[device->ordinal];
+    if (!*copy) {
+        status = table->alloc(device->backend->state, device->index_in_backend,
+                              buffer->bytes, copy);
+        if (status != LOCUS_SUCCESS) {
+            *copy = NULL;
+            goto unlock;
+        }
+    }
+    if ((access & LOCUS__READ) && !(buffer->valid & bit)) {
+        status = refresh_host(buffer, op);
+        if (status == LOCUS_SUCCESS)
+            status =
+                table->upload(device->backend->state, device->index_in_backend,
+                              *copy, buffer->host, buffer->bytes, op);
+        if (status == LOCUS_SUCCESS)
+            buffer->valid |= bit;
+    }
+    *memory = *copy;
+unlock:
+    pthread_mutex_unlock(&buffer->state_lock);
+    return status;
+}
+
+void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device)
+{
+    pthread_mutex_lock(&buffer->state_lock);
+    buffer->valid = copy_bit(device);
+    pthread_mutex_unlock(&buffer->state_lock);
+}
+
+static locus_status check_range(const locus_buffer *buffer, size_t offset,
+                                const void *memory, size_t bytes,
+                                const char *what)
+{
+    if (!buffer || !memory)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           buffer ? what : "buffer");
+    if (bytes == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "transfer of 0 bytes");
+    if (offset > buffer->bytes || bytes > buffer->bytes - offset)
+        return locus__fail(LOCUS_ERROR_BUFFER_TOO_SMALL,
+                           "%zu bytes at offset %zu do not fit a buffer of "
+                           "%zu bytes",
+                           bytes, offset, buffer->bytes);
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_buffer_write(locus_buffer *buffer, size_t offset,
+                                          const void *source, size_t bytes)
+{
+    locus__clear_error();
+    locus_status status = check_range(buffer, offset, source, bytes, "source");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    pthread_rwlock_wrlock(&buffer->use_lock);
+    pthread_mutex_lock(&buffer->state_lock);
+    if (buffer->mapped) {
+        status = locus__fail(LOCUS_ERROR_BUSY,
+                             "buffer is mapped; unmap it before writing");
+    } else {
+        /* A partial write keeps the rest of the current data. */
+        if (offset != 0 || bytes != buffer->bytes)
+            status = refresh_host(buffer, NULL);
+        if (status == LOCUS_SUCCESS) {
+            memcpy((unsigned char *)buffer->host + offset, source, bytes);
+            buffer->valid = LOCUS__HOST_COPY;
+        }
+    }
+    pthread_mutex_unlock(&buffer->state_lock);
+    pthread_rwlock_unlock(&buffer->use_lock);
+    return status;
+}
+
+LOCUS_API locus_status locus_buffer_read(locus_buffer *buffer, size_t offset,
+                                         void *destination, size_t bytes)
+{
+    locus__clear_error();
+    locus_status status =
+        check_range(buffer, offset, destination, bytes, "destination");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    pthread_rwlock_rdlock(&buffer->use_lock);
+    pthread_mutex_lock(&buffer->state_lock);
+    status = refresh_host(buffer, NULL);
+    if (status == LOCUS_SUCCESS)
+        memcpy(destination, (const unsigned char *)buffer->host + offset,
+               bytes);
+    pthread_mutex_unlock(&buffer->state_lock);
+    pthread_rwlock_unlock(&buffer->use_lock);
+    return status;
+}
+
+LOCUS_API locus_status locus_buffer_map(locus_buffer *buffer,
+                                        locus_map_mode mode, void **host)
+{
+    locus__clear_error();
+    if (!buffer || !host)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           buffer ? "host" : "buffer");
+    *host = NULL;
+    if (mode != LOCUS_MAP_READ && mode != LOCUS_MAP_WRITE &&
+        mode != LOCUS_MAP_READ_WRITE)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "map mode %d is not read, write or read-write",
+                           (int)mode);
+    pthread_rwlock_wrlock(&buffer->use_lock);
+    pthread_mutex_lock(&buffer->state_lock);
+    locus_status status = LOCUS_SUCCESS;
+    if (buffer->mapped) {
+        status = locus__fail(LOCUS_ERROR_BUSY, "buffer is already mapped");
+    } else {
+        /* Even a write mapping may be partial: the host copy is made current
+         * so that bytes the caller leaves alone stay right. */
+        status = refresh_host(buffer, NULL);
+        if (status == LOCUS_SUCCESS) {
+            buffer->mapped = true;
+            buffer->map_mode = mode;
+            if (mode & LOCUS_MAP_WRITE)
+                buffer->valid = LOCUS__HOST_COPY;
+            *host = buffer->host;
+        }
+    }
+    pthread_mutex_unlock(&buffer->state_lock);
+    pthread_rwlock_unlock(&buffer->use_lock);
+    return status;
+}
+
+LOCUS_API locus_status locus_buffer_unmap(locus_buffer *buffer)
+{
+    locus__clear_error();
+    if (!buffer)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "buffer is NULL");
+    pthread_mutex_lock(&buffer->state_lock);
+    locus_status status = LOCUS_SUCCESS;
+    if (!buffer->mapped)
+        status =
+            locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "buffer is not mapped");
+    buffer->mapped = false;
+    pthread_mutex_unlock(&buffer->state_lock);
+    return status;
+}
+
+LOCUS_API locus_status locus_buffer_query_pages(locus_buffer *buffer,
+                                                locus_page_report *report)
+{
+    locus__clear_error();
+    if (!buffer || !report)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           buffer ? "report" : "buffer");
+    if (report->struct_size < sizeof *report)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "report struct_size %zu: call "
+                           "locus_page_report_init first",
+                           report->struct_size);
+    return locus__query_pages(buffer->host, buffer->bytes, 0, report);
+}

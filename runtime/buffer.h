@@ -1,0 +1,48 @@
+/* Buffers: placed host memory, lazily made device copies, and the valid mask
+ * that says which copies hold current data. */
+#ifndef LOCUS_RUNTIME_BUFFER_H
+#define LOCUS_RUNTIME_BUFFER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "placement.h"
+
+#define LOCUS__HOST_COPY UINT64_C(1)
+
+struct locus_buffer {
+    locus_context *context;
+    size_t bytes;
+    void *host;
+    locus__host_memory memory; /* ours to free unless wrapped */
+    bool wrapped;
+    /* Ops hold it shared for buffers they read and exclusive for buffers
+     * they write: writers are ordered after earlier ops on the buffer. */
+    pthread_rwlock_t use_lock;
+    /* Guards what follows: readers on several threads may each need a copy
+     * made. */
+    pthread_mutex_t state_lock;
+    uint64_t valid;
+    void *device_memory[LOCUS__MAX_DEVICES];
+    bool mapped;
+    locus_map_mode map_mode;
+};
+
+typedef enum locus__access {
+    LOCUS__READ = 1,
+    LOCUS__WRITE = 2, /* every byte overwritten: no copy in needed */
+    LOCUS__READ_WRITE = 3,
+} locus__access;
+
+/* With use_lock held: gives the op a current copy on `device` (host memory
+ * for a host-memory backend). Fails with LOCUS_ERROR_BUSY while mapped. */
+locus_status locus__buffer_acquire(locus_buffer *buffer,
+                                   const locus_device *device,
+                                   locus__access access, locus_op_context *op,
+                                   void **memory);
+/* After an op wrote the buffer on `device`: that copy alone is current. */
+void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device);
+
+#endif

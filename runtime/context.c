@@ -1,0 +1,356 @@
+#include "context.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "device.h"
+#include "services.h"
+#include "status.h"
+
+void locus__log(const locus_context *context, locus_log_level level,
+                const char *format, ...)
+{
+    if (context && level > context->config.log_level)
+        return;
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    char text[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    fprintf(stderr, "locus %s: %s\n", names[level], text);
+}
+
+void locus_context_options_init(locus_context_options *options)
+{
+    if (!options)
+        return;
+    memset(options, 0, sizeof *options);
+    options->struct_size = sizeof *options;
+}
+
+static void load_backends(locus_context *context)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } kinds[LOCUS__BACKEND_KINDS] = {
+        {"cpu", LOCUS__BACKEND_CPU},
+        {"cuda", LOCUS__BACKEND_CUDA},
+        {"opencl", LOCUS__BACKEND_OPENCL},
+    };
+    for (int i = 0; i < LOCUS__BACKEND_KINDS; i++) {
+        locus__backend_slot *slot = &context->backends[i];
+        if (!(context->config.backends & kinds[i].bit)) {
+            memset(slot, 0, sizeof *slot);
+            snprintf(slot->name, sizeof slot->name, "%s", kinds[i].name);
+            snprintf(slot->reason, sizeof slot->reason,
+                     "not in LOCUS_BACKENDS");
+        } else if (kinds[i].bit == LOCUS__BACKEND_CPU) {
+            memset(slot, 0, sizeof *slot);
+            snprintf(slot->name, sizeof slot->name, "cpu");
+            const locus_backend *table = locus__cpu_backend();
+            if (locus__plugin_abi_ok(table, slot->reason,
+                                     sizeof slot->reason)) {
+                slot->table = table;
+                snprintf(slot->reason, sizeof slot->reason, "built in");
+            }
+        } else {
+            locus__plugin_load(slot, kinds[i].name,
+                               context->config.plugin_path);
+        }
+        /* init() may overwrite the reason; keep where it came from. */
+        char origin[sizeof slot->reason];
+        snprintf(origin, sizeof origin, "%s", slot->reason);
+        locus__plugin_init(slot, &context->services, context);
+        if (slot->available)
+            snprintf(slot->reason, sizeof slot->reason, "%s", origin);
+        else if (slot->table)
+            locus__log(context, LOCUS_LOG_INFO, "backend %s is absent: %s",
+                       slot->name, slot->reason);
+        context->backend_count = (size_t)i + 1;
+    }
+}
+
+/* A requested device that does not exist: an error under LOCUS_STRICT=1,
+ * a warning otherwise (ops then choose automatically). */
+static locus_status check_requested_devices(locus_context *context)
+{
+    const locus__selector_list *list = &context->config.device;
+    for (size_t i = 0; i < list->count; i++) {
+        if (list->items[i].kind == LOCUS__SELECT_AUTO ||
+            locus__device_match(context, &list->items[i]))
+            return LOCUS_SUCCESS;
+    }
+    const char *raw = context->config.settings[LOCUS__SET_DEVICE].raw;
+    if (context->config.strict)
+        return locus__fail(LOCUS_ERROR_DEVICE_UNAVAILABLE,
+                           "LOCUS_DEVICE='%s' matches no available device, "
+                           "and LOCUS_STRICT=1 forbids a fallback",
+                           raw ? raw : "");
+    locus__log(context, LOCUS_LOG_WARN,
+               "LOCUS_DEVICE='%s' matches no available device; ops will "
+               "choose automatically",
+               raw ? raw : "");
+    return LOCUS_SUCCESS;
+}
+
+static locus_status check_cpu_isa(const locus__config *config)
+{
+    /* Forcing kernels the cpu lacks would end in SIGILL, not a status. */
+    bool supported = true;
+#if defined(__x86_64__) || defined(__i386__)
+    if (config->cpu_isa == LOCUS__ISA_AVX2)
+        supported =
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (config->cpu_isa == LOCUS__ISA_AVX512)
+        supported = __builtin_cpu_supports("avx512f");
+#else
+    supported = config->cpu_isa == LOCUS__ISA_NOT_FORCED ||
+                config->cpu_isa == LOCUS__ISA_GENERIC;
+#endif
+    if (!supported)
+        return locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+                           "LOCUS_CPU_ISA='%s' is not supported by this cpu",
+                           locus__isa_name(config->cpu_isa));
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status
+locus_context_create(const locus_context_options *options, locus_context **out)
+{
+    locus__clear_error();
+    if (!out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (options && options->struct_size < sizeof *options)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "options struct_size %zu: call "
+                           "locus_context_options_init first",
+                           options->struct_size);
+    locus_context *context = calloc(1, sizeof *context);
+    if (!context)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "context");
+    pthread_mutex_init(&context->record_lock, NULL);
+    locus_status status = locus__config_load(&context->config, options);
+    if (status != LOCUS_SUCCESS)
+        goto free_context;
+    status = check_cpu_isa(&context->config);
+    if (status != LOCUS_SUCCESS)
+        goto release_config;
+    status = locus__topology_load(&context->topology, context->config.topology,
+                                  context->config.topology_synthetic);
+    if (status != LOCUS_SUCCESS)
+        goto release_config;
+    if (!context->topology.is_this_system)
+        locus__log(context, LOCUS_LOG_WARN,
+                   "topology from %s: nothing is bound, and placement is "
+                   "not verified",
+                   context->topology.source);
+    status = locus__pool_create(&context->topology, context->config.threads,
+                                &context->pool);
+    if (status != LOCUS_SUCCESS)
+        goto release_topology;
+    if (context->config.record_path) {
+        context->record_file = fopen(context->config.record_path, "a");
+        if (!context->record_file) {
+            status = locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+                                 "LOCUS_RECORD='%s' cannot be opened for "
+                                 "appending: %s",
+                                 context->config.record_path, strerror(errno));
+            goto destroy_pool;
+        }
+    }
+    locus__services_fill(&context->services);
+    load_backends(context);
+    status = locus__devices_collect(context);
+    if (status == LOCUS_SUCCESS)
+        status = check_requested_devices(context);
+    if (status != LOCUS_SUCCESS)
+        goto unload_backends;
+    *out = context;
+    return LOCUS_SUCCESS;
+
+unload_backends:
+    for (size_t i = 0; i < context->backend_count; i++)
+        locus__plugin_unload(&context->backends[i]);
+    if (context->record_file)
+        fclose(context->record_file);
+destroy_pool:
+    locus__pool_destroy(context->pool);
+release_topology:
+    locus__topology_release(&context->topology);
+release_config:
+    locus__config_release(&context->config);
+free_context:
+    pthread_mutex_destroy(&context->record_lock);
+    free(context);
+    return status;
+}
+
+LOCUS_API void locus_context_destroy(locus_context *context)
+{
+    if (!context)
+        return;
+    for (size_t i = 0; i < context->backend_count; i++)
+        locus__plugin_unload(&context->backends[i]);
+    if (context->record_file)
+        fclose(context->record_file);
+    locus__pool_destroy(context->pool);
+    locus__topology_release(&context->topology);
+    locus__config_release(&context->config);
+    pthread_mutex_destroy(&context->record_lock);
+    free(context);
+}
+
+LOCUS_API locus_status locus_setting_count(const locus_context *context,
+                                           size_t *count)
+{
+    locus__clear_error();
+    if (!context || !count)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "count" : "context");
+    *count = LOCUS__SETTING_COUNT;
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_setting_get(const locus_context *context,
+                                         size_t index, locus_setting *out)
+{
+    locus__clear_error();
+    if (!context || !out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "out" : "context");
+    if (index >= LOCUS__SETTING_COUNT)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "setting index %zu; there are %d", index,
+                           LOCUS__SETTING_COUNT);
+    const locus__setting_text *setting = &context->config.settings[index];
+    out->name = locus__setting_name((locus__setting_id)index);
+    out->raw = setting->raw;
+    out->source = setting->source;
+    out->resolved = setting->resolved;
+    return LOCUS_SUCCESS;
+}
+
+void locus_numa_node_info_init(locus_numa_node_info *info)
+{
+    if (!info)
+        return;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+}
+
+LOCUS_API locus_status locus_numa_node_count(const locus_context *context,
+                                             size_t *count)
+{
+    locus__clear_error();
+    if (!context || !count)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "count" : "context");
+    *count = (size_t)context->topology.node_count;
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_numa_node_get(const locus_context *context,
+                                           size_t index,
+                                           locus_numa_node_info *info)
+{
+    locus__clear_error();
+    if (!context || !info)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "info" : "context");
+    if (info->struct_size < sizeof *info)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "info struct_size %zu: call "
+                           "locus_numa_node_info_init first",
+                           info->struct_size);
+    if (index >= (size_t)context->topology.node_count)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "node position %zu; the topology has %d", index,
+                           context->topology.node_count);
+    const locus__numa_node *node = &context->topology.nodes[index];
+    info->os_index = node->os_index;
+    info->memory_bytes = node->memory_bytes;
+    info->cpu_count = hwloc_bitmap_weight(node->allowed_cpus);
+    snprintf(info->cpus, sizeof info->cpus, "%s", node->cpu_list);
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_numa_distance(const locus_context *context,
+                                           size_t from, size_t to,
+                                           unsigned *distance)
+{
+    locus__clear_error();
+    if (!context || !distance)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "distance" : "context");
+    size_t n = (size_t)context->topology.node_count;
+    if (from >= n || to >= n)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "node positions %zu, %zu; the topology has %zu",
+                           from, to, n);
+    if (context->topology.distances)
+        *distance = context->topology.distances[from * n + to];
+    else
+        *distance = n == 1 ? 10 : 0;
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API int locus_topology_is_this_system(const locus_context *context)
+{
+    return context && context->topology.is_this_system;
+}
+
+LOCUS_API const char *locus_topology_source(const locus_context *context)
+{
+    return context ? context->topology.source : "";
+}
+
+void locus_backend_info_init(locus_backend_info *info)
+{
+    if (!info)
+        return;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+}
+
+LOCUS_API locus_status locus_backend_count(const locus_context *context,
+                                           size_t *count)
+{
+    locus__clear_error();
+    if (!context || !count)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "count" : "context");
+    *count = context->backend_count;
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_backend_get(const locus_context *context,
+                                         size_t index, locus_backend_info *info)
+{
+    locus__clear_error();
+    if (!context || !info)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "info" : "context");
+    if (info->struct_size < sizeof *info)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "info struct_size %zu: call "
+                           "locus_backend_info_init first",
+                           info->struct_size);
+    if (index >= context->backend_count)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "backend index %zu; there are %zu", index,
+                           context->backend_count);
+    const locus__backend_slot *slot = &context->backends[index];
+    snprintf(info->name, sizeof info->name, "%s", slot->name);
+    info->available = slot->available;
+    snprintf(info->reason, sizeof info->reason, "%s", slot->reason);
+    info->device_count = 0;
+    for (size_t d = 0; d < context->device_count; d++)
+        info->device_count += context->devices[d].backend == slot;
+    return LOCUS_SUCCESS;
+}

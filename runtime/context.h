@@ -1,0 +1,48 @@
+/* The context: what it owns and how the runtime's parts reach each other. */
+#ifndef LOCUS_RUNTIME_CONTEXT_H
+#define LOCUS_RUNTIME_CONTEXT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <locus/backend.h>
+
+#include "env.h"
+#include "plugin.h"
+#include "pool.h"
+#include "topology.h"
+
+/* Device copies are tracked in a 64-bit valid mask: bit 0 is the host copy,
+ * bit 1 + ordinal a device's own memory. */
+#define LOCUS__MAX_DEVICES 63
+
+struct locus_device {
+    locus_context *context;
+    locus__backend_slot *backend;
+    size_t index_in_backend;
+    int ordinal; /* position in the context's device list */
+    locus_device_info info;
+};
+
+struct locus_context {
+    locus__config config;
+    locus__topology topology;
+    locus__pool *pool;
+    locus_services services;
+
+    size_t backend_count;
+    locus__backend_slot backends[LOCUS__BACKEND_KINDS];
+
+    size_t device_count;
+    locus_device devices[LOCUS__MAX_DEVICES];
+
+    pthread_mutex_t record_lock;
+    FILE *record_file;
+};
+
+/* Logging filtered by LOCUS_LOG, to stderr. */
+void locus__log(const locus_context *context, locus_log_level level,
+                const char *format, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,214 @@
+#include "device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "scheduler.h"
+#include "status.h"
+
+static void assign_selector(locus_device *device)
+{
+    locus_device_info *info = &device->info;
+    const char *backend = device->backend->name;
+    if (strcmp(backend, "cpu") == 0) {
+        /* Device 0 is every worker; the others are one node each. */
+        if (device->index_in_backend == 0) {
+            snprintf(info->selector, sizeof info->selector, "cpu");
+        } else {
+            int node =
+                device->context->topology.nodes[device->index_in_backend - 1]
+                    .os_index;
+            snprintf(info->selector, sizeof info->selector, "cpu:numa=%d",
+                     node);
+        }
+        return;
+    }
+    snprintf(info->selector, sizeof info->selector, "%s:%zu", backend,
+             device->index_in_backend);
+}
+
+locus_status locus__devices_collect(locus_context *context)
+{
+    context->device_count = 0;
+    for (size_t b = 0; b < context->backend_count; b++) {
+        locus__backend_slot *slot = &context->backends[b];
+        if (!slot->available)
+            continue;
+        for (size_t i = 0; i < slot->device_count; i++) {
+            if (context->device_count == LOCUS__MAX_DEVICES) {
+                locus__log(context, LOCUS_LOG_WARN,
+                           "more than %d devices: the rest of %s is ignored",
+                           LOCUS__MAX_DEVICES, slot->name);
+                return LOCUS_SUCCESS;
+            }
+            locus_device *device = &context->devices[context->device_count];
+            memset(device, 0, sizeof *device);
+            device->context = context;
+            device->backend = slot;
+            device->index_in_backend = i;
+            device->ordinal = (int)context->device_count;
+            locus_device_info_init(&device->info);
+            locus_status status =
+                slot->table->device_info(slot->state, i, &device->info);
+            if (status != LOCUS_SUCCESS) {
+                locus__log(context, LOCUS_LOG_WARN,
+                           "%s device %zu could not describe itself: %s",
+                           slot->name, i, locus_last_error());
+                continue;
+            }
+            device->info.struct_size = sizeof device->info;
+            snprintf(device->info.backend, sizeof device->info.backend, "%s",
+                     slot->name);
+            device->info.index_in_backend = (int)i;
+            assign_selector(device);
+            context->device_count++;
+        }
+    }
+    return LOCUS_SUCCESS;
+}
+
+static bool backend_is(const locus_device *device, const char *name)
+{
+    return strcmp(device->backend->name, name) == 0;
+}
+
+static bool matches(const locus_device *device, const locus__selector *selector)
+{
+    switch (selector->kind) {
+    case LOCUS__SELECT_AUTO:
+        return false;
+    case LOCUS__SELECT_CPU:
+        if (!backend_is(device, "cpu"))
+            return false;
+        if (selector->numa_node < 0)
+            return device->index_in_backend == 0;
+        /* One node: the whole-machine device is that node's device. */
+        if (device->backend->device_count == 1)
+            return device->context->topology.nodes[0].os_index ==
+                   selector->numa_node;
+        return device->index_in_backend > 0 &&
+               device->context->topology.nodes[device->index_in_backend - 1]
+                       .os_index == selector->numa_node;
+    case LOCUS__SELECT_CUDA:
+        return backend_is(device, "cuda") &&
+               (selector->index < 0 ||
+                device->index_in_backend == (size_t)selector->index);
+    case LOCUS__SELECT_OPENCL:
+        if (!backend_is(device, "opencl"))
+            return false;
+        if (selector->want_kind >= 0 &&
+            device->info.kind != (locus_device_kind)selector->want_kind)
+            return false;
+        return selector->index < 0 ||
+               device->index_in_backend == (size_t)selector->index;
+    }
+    return false;
+}
+
+locus_device *locus__device_match(locus_context *context,
+                                  const locus__selector *selector)
+{
+    for (size_t d = 0; d < context->device_count; d++)
+        if (matches(&context->devices[d], selector))
+            return &context->devices[d];
+    return NULL;
+}
+
+void locus_device_info_init(locus_device_info *info)
+{
+    if (!info)
+        return;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+}
+
+const char *locus_device_kind_str(locus_device_kind kind)
+{
+    switch (kind) {
+    case LOCUS_DEVICE_CPU:
+        return "cpu";
+    case LOCUS_DEVICE_GPU:
+        return "gpu";
+    case LOCUS_DEVICE_ACCELERATOR:
+        return "accelerator";
+    }
+    return "unknown";
+}
+
+LOCUS_API locus_status locus_device_count(const locus_context *context,
+                                          size_t *count)
+{
+    locus__clear_error();
+    if (!context || !count)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "count" : "context");
+    *count = context->device_count;
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_device_get(locus_context *context, size_t index,
+                                        locus_device **out)
+{
+    locus__clear_error();
+    if (!context || !out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "out" : "context");
+    *out = NULL;
+    if (index >= context->device_count)
+        return locus__fail(LOCUS_ERROR_DEVICE_NOT_FOUND,
+                           "device index %zu; the context has %zu device%s",
+                           index, context->device_count,
+                           context->device_count == 1 ? "" : "s");
+    *out = &context->devices[index];
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_device_find(locus_context *context,
+                                         const char *selector,
+                                         locus_device **out)
+{
+    locus__clear_error();
+    if (!context || !selector || !out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !context    ? "context"
+                           : !selector ? "selector"
+                                       : "out");
+    *out = NULL;
+    locus__selector_list list;
+    locus_status status = locus__parse_selector_list(selector, &list);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    for (size_t i = 0; i < list.count; i++) {
+        locus_device *device =
+            list.items[i].kind == LOCUS__SELECT_AUTO
+                ? locus__sched_default_device(context)
+                : locus__device_match(context, &list.items[i]);
+        if (device) {
+            *out = device;
+            return LOCUS_SUCCESS;
+        }
+    }
+    return locus__fail(LOCUS_ERROR_DEVICE_NOT_FOUND,
+                       "no device matches '%s' (run `locus info` to list "
+                       "them)",
+                       selector);
+}
+
+LOCUS_API locus_status locus_device_get_info(const locus_device *device,
+                                             locus_device_info *info)
+{
+    locus__clear_error();
+    if (!device || !info)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           device ? "info" : "device");
+    if (info->struct_size == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "info struct_size is 0: call "
+                           "locus_device_info_init first");
+    /* A caller built against an older, smaller struct gets its part. */
+    size_t size =
+        info->struct_size < sizeof *info ? info->struct_size : sizeof *info;
+    memcpy(info, &device->info, size);
+    info->struct_size = size;
+    return LOCUS_SUCCESS;
+}

@@ -1,0 +1,602 @@
+/* The public ops: validation of descriptors against buffers, device choice,
+ * buffer ordering and coherence, the backend call, and the record. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "account.h"
+#include "buffer.h"
+#include "record.h"
+#include "scheduler.h"
+#include "status.h"
+
+#define FLOAT_BYTES 4
+
+void locus_reduce_desc_init(locus_reduce_desc *desc)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->struct_size = sizeof *desc;
+    desc->dtype = LOCUS_DTYPE_F32;
+    desc->op = LOCUS_REDUCE_SUM;
+}
+
+void locus_gemm_desc_init(locus_gemm_desc *desc)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->struct_size = sizeof *desc;
+    desc->dtype = LOCUS_DTYPE_F32;
+    desc->alpha = 1.0;
+    desc->beta = 0.0;
+}
+
+void locus_conv2d_desc_init(locus_conv2d_desc *desc)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->struct_size = sizeof *desc;
+    desc->dtype = LOCUS_DTYPE_F32;
+    desc->stride_h = 1;
+    desc->stride_w = 1;
+    desc->algorithm = LOCUS_CONV_AUTO;
+}
+
+const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm)
+{
+    switch (algorithm) {
+    case LOCUS_CONV_AUTO:
+        return "auto";
+    case LOCUS_CONV_IM2COL:
+        return "im2col";
+    case LOCUS_CONV_MEC:
+        return "mec";
+    }
+    return "unknown";
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* a * b, failing on overflow of size_t; `what` names the product. */
+static locus_status checked_mul(size_t a, size_t b, size_t *out,
+                                const char *what)
+{
+    if (__builtin_mul_overflow(a, b, out))
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "%s: %zu * %zu overflows size_t", what, a, b);
+    return LOCUS_SUCCESS;
+}
+
+static locus_status check_dtype(locus_dtype dtype)
+{
+    if (dtype == LOCUS_DTYPE_F32)
+        return LOCUS_SUCCESS;
+    if (dtype == LOCUS_DTYPE_F64)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "dtype f64 is not implemented yet; use f32");
+    return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "dtype %d is unknown",
+                       (int)dtype);
+}
+
+static locus_status check_struct(size_t given, size_t needed, const char *what)
+{
+    if (given < needed)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "%s struct_size %zu: call %s_init first", what,
+                           given, what);
+    return LOCUS_SUCCESS;
+}
+
+/* Elements of a rows x cols matrix stored with leading dimension ld must fit
+ * in the buffer. */
+static locus_status check_matrix(const char *name, size_t rows, size_t cols,
+                                 size_t ld, const locus_buffer *buffer)
+{
+    if (ld < cols)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "ld%s = %zu is less than the %zu columns of %s "
+                           "as stored",
+                           name, ld, cols, name);
+    size_t span, elements, bytes;
+    locus_status status = checked_mul(rows - 1, ld, &span, name);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (__builtin_add_overflow(span, cols, &elements))
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "%s spans more than size_t elements", name);
+    status = checked_mul(elements, FLOAT_BYTES, &bytes, name);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (bytes > buffer->bytes)
+        return locus__fail(LOCUS_ERROR_BUFFER_TOO_SMALL,
+                           "%s needs %zu bytes (%zu x %zu, ld %zu) but its "
+                           "buffer has %zu",
+                           name, bytes, rows, cols, ld, buffer->bytes);
+    return LOCUS_SUCCESS;
+}
+
+/* One buffer an op uses, and how. */
+typedef struct operand {
+    locus_buffer *buffer;
+    locus__access access;
+    void *memory;
+} operand;
+
+typedef struct op_run {
+    locus_context *context;
+    locus_device *device;
+    operand operands[3];
+    size_t operand_count;
+    locus_record record;
+    locus__account account;
+    locus_op_context op;
+    double started;
+} op_run;
+
+static locus_status check_device(locus_context *context, locus_device *device)
+{
+    if (device && device->context != context)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "device %s belongs to another context",
+                           device->info.selector);
+    return LOCUS_SUCCESS;
+}
+
+static locus_status choose_device(op_run *run, locus_device *device,
+                                  const locus__op_cost *cost)
+{
+    if (!device)
+        return locus__sched_choose(run->context, cost, &run->device);
+    if (!locus__device_offers(device, cost->op))
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "%s is not supported on %s (%s)",
+                           cost->op == LOCUS__OP_REDUCE ? "reduce"
+                           : cost->op == LOCUS__OP_GEMM ? "gemm"
+                                                        : "conv2d",
+                           device->info.selector, device->info.name);
+    run->device = device;
+    return LOCUS_SUCCESS;
+}
+
+/* Two ops that take the same pair of buffers in opposite roles must lock them
+ * in one global order, or they could deadlock: by address. */
+static void lock_operands(op_run *run)
+{
+    operand *sorted[3];
+    size_t n = run->operand_count;
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = &run->operands[i];
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && sorted[j - 1]->buffer > sorted[j]->buffer;
+             j--) {
+            operand *t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && sorted[i]->buffer == sorted[i - 1]->buffer)
+            continue; /* a buffer read twice (a == b) is locked once */
+        if (sorted[i]->access & LOCUS__WRITE)
+            pthread_rwlock_wrlock(&sorted[i]->buffer->use_lock);
+        else
+            pthread_rwlock_rdlock(&sorted[i]->buffer->use_lock);
+    }
+}
+
+static void unlock_operands(op_run *run)
+{
+    for (size_t i = 0; i < run->operand_count; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen |= run->operands[j].buffer == run->operands[i].buffer;
+        if (!seen)
+            pthread_rwlock_unlock(&run->operands[i].buffer->use_lock);
+    }
+}
+
+/* An output may not also be an input: kernels read and write in blocks, and
+ * the result would depend on their order. */
+static locus_status check_aliasing(const op_run *run, const char *const *names)
+{
+    for (size_t i = 0; i < run->operand_count; i++) {
+        if (!(run->operands[i].access & LOCUS__WRITE))
+            continue;
+        for (size_t j = 0; j < run->operand_count; j++)
+            if (j != i && run->operands[j].buffer == run->operands[i].buffer)
+                return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                   "%s and %s are the same buffer; the "
+                                   "output must not alias an input",
+                                   names[i], names[j]);
+    }
+    return LOCUS_SUCCESS;
+}
+
+static locus_status begin_run(op_run *run, const char *op_name)
+{
+    locus_record_init(&run->record);
+    snprintf(run->record.op, sizeof run->record.op, "%s", op_name);
+    snprintf(run->record.device, sizeof run->record.device, "%s",
+             run->device->info.selector);
+    locus_status status = locus__account_begin(
+        &run->account, &run->context->topology, run->context->pool);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    run->op.record = &run->record;
+    run->op.runtime_private = &run->account;
+    run->started = now_seconds();
+    lock_operands(run);
+    for (size_t i = 0; i < run->operand_count; i++) {
+        operand *o = &run->operands[i];
+        status = locus__buffer_acquire(o->buffer, run->device, o->access,
+                                       &run->op, &o->memory);
+        if (status != LOCUS_SUCCESS) {
+            unlock_operands(run);
+            locus__account_release(&run->account);
+            return status;
+        }
+    }
+    return LOCUS_SUCCESS;
+}
+
+static void end_run(op_run *run, locus_status status, locus_record *out)
+{
+    if (status == LOCUS_SUCCESS)
+        for (size_t i = 0; i < run->operand_count; i++)
+            if (run->operands[i].access & LOCUS__WRITE)
+                locus__buffer_written_on(run->operands[i].buffer, run->device);
+    unlock_operands(run);
+    run->record.seconds = now_seconds() - run->started;
+    /* Placement is only estimated where it is real and host memory is read
+     * by our workers. */
+    if (run->device->backend->table->host_memory &&
+        run->context->topology.is_this_system) {
+        locus__account_finish(&run->account, &run->record.local_bytes,
+                              &run->record.remote_bytes);
+        run->record.provenance = LOCUS_PROVENANCE_ESTIMATED;
+    }
+    locus__account_release(&run->account);
+    if (status != LOCUS_SUCCESS)
+        return;
+    locus__record_append(run->context, &run->record);
+    if (out)
+        locus__record_copy_out(out, &run->record);
+}
+
+static locus_status check_record(const locus_record *record)
+{
+    if (record && record->struct_size == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "record struct_size is 0: call locus_record_init "
+                           "first");
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_reduce(locus_context *context,
+                                    locus_device *device,
+                                    const locus_reduce_desc *desc,
+                                    locus_buffer *x, double *result,
+                                    locus_record *record)
+{
+    locus__clear_error();
+    if (!context || !desc || !x || !result)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !context ? "context"
+                           : !desc  ? "desc"
+                           : !x     ? "x"
+                                    : "result");
+    locus_status status =
+        check_struct(desc->struct_size, sizeof *desc, "locus_reduce_desc");
+    if (status == LOCUS_SUCCESS)
+        status = check_record(record);
+    if (status == LOCUS_SUCCESS)
+        status = check_dtype(desc->dtype);
+    if (status == LOCUS_SUCCESS)
+        status = check_device(context, device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->op != LOCUS_REDUCE_SUM && desc->op != LOCUS_REDUCE_MIN &&
+        desc->op != LOCUS_REDUCE_MAX)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "reduce op %d is not sum, min or max",
+                           (int)desc->op);
+    if (desc->count == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "reduce over 0 elements");
+    size_t bytes;
+    status = checked_mul(desc->count, FLOAT_BYTES, &bytes, "reduce count");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (bytes > x->bytes)
+        return locus__fail(LOCUS_ERROR_BUFFER_TOO_SMALL,
+                           "reduce of %zu elements needs %zu bytes but x has "
+                           "%zu",
+                           desc->count, bytes, x->bytes);
+
+    op_run run = {.context = context};
+    run.operands[0] = (operand){x, LOCUS__READ, NULL};
+    run.operand_count = 1;
+    locus_buffer *inputs[] = {x};
+    locus__op_cost cost = {LOCUS__OP_REDUCE, (double)desc->count, (double)bytes,
+                           inputs, 1};
+    status = choose_device(&run, device, &cost);
+    if (status == LOCUS_SUCCESS)
+        status = begin_run(&run, "reduce");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    run.record.flops = (double)desc->count;
+    run.record.bytes = bytes;
+    double value = NAN;
+    locus__backend_slot *slot = run.device->backend;
+    status = slot->table->reduce(slot->state, run.device->index_in_backend,
+                                 desc, run.operands[0].memory, &value, &run.op);
+    end_run(&run, status, record);
+    if (status == LOCUS_SUCCESS)
+        *result = value;
+    return status;
+}
+
+LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
+                                  const locus_gemm_desc *desc, locus_buffer *a,
+                                  locus_buffer *b, locus_buffer *c,
+                                  locus_record *record)
+{
+    locus__clear_error();
+    if (!context || !desc || !a || !b || !c)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !context ? "context"
+                           : !desc  ? "desc"
+                           : !a     ? "a"
+                           : !b     ? "b"
+                                    : "c");
+    locus_status status =
+        check_struct(desc->struct_size, sizeof *desc, "locus_gemm_desc");
+    if (status == LOCUS_SUCCESS)
+        status = check_record(record);
+    if (status == LOCUS_SUCCESS)
+        status = check_dtype(desc->dtype);
+    if (status == LOCUS_SUCCESS)
+        status = check_device(context, device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->m == 0 || desc->n == 0 || desc->k == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "gemm of m = %zu, n = %zu, k = %zu: every "
+                           "dimension must be at least 1",
+                           desc->m, desc->n, desc->k);
+    if ((desc->trans_a != LOCUS_NO_TRANS && desc->trans_a != LOCUS_TRANS) ||
+        (desc->trans_b != LOCUS_NO_TRANS && desc->trans_b != LOCUS_TRANS))
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "gemm transpose flags %d, %d are not "
+                           "LOCUS_NO_TRANS or LOCUS_TRANS",
+                           (int)desc->trans_a, (int)desc->trans_b);
+    if (desc->math != LOCUS_MATH_FP32 && desc->math != LOCUS_MATH_TF32 &&
+        desc->math != LOCUS_MATH_3XTF32)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "gemm math mode %d is unknown", (int)desc->math);
+    size_t flops_mn, flops;
+    status = checked_mul(desc->m, desc->n, &flops_mn, "gemm m * n");
+    if (status == LOCUS_SUCCESS)
+        status = checked_mul(flops_mn, desc->k, &flops, "gemm m * n * k");
+    if (status != LOCUS_SUCCESS)
+        return status;
+
+    locus_gemm_desc resolved = *desc;
+    size_t a_rows = desc->trans_a ? desc->k : desc->m;
+    size_t a_cols = desc->trans_a ? desc->m : desc->k;
+    size_t b_rows = desc->trans_b ? desc->n : desc->k;
+    size_t b_cols = desc->trans_b ? desc->k : desc->n;
+    resolved.lda = desc->lda ? desc->lda : a_cols;
+    resolved.ldb = desc->ldb ? desc->ldb : b_cols;
+    resolved.ldc = desc->ldc ? desc->ldc : desc->n;
+    status = check_matrix("a", a_rows, a_cols, resolved.lda, a);
+    if (status == LOCUS_SUCCESS)
+        status = check_matrix("b", b_rows, b_cols, resolved.ldb, b);
+    if (status == LOCUS_SUCCESS)
+        status = check_matrix("c", desc->m, desc->n, resolved.ldc, c);
+    if (status != LOCUS_SUCCESS)
+        return status;
+
+    op_run run = {.context = context};
+    /* With beta == 0, C is only written; but a strided C (ldc > n) or a
+     * larger buffer keeps bytes the op leaves alone, so it is read in. */
+    bool c_write_only = desc->beta == 0.0 && resolved.ldc == desc->n &&
+                        flops_mn * FLOAT_BYTES == c->bytes;
+    run.operands[0] = (operand){a, LOCUS__READ, NULL};
+    run.operands[1] = (operand){b, LOCUS__READ, NULL};
+    run.operands[2] =
+        (operand){c, c_write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
+    run.operand_count = 3;
+    static const char *const names[] = {"a", "b", "c"};
+    status = check_aliasing(&run, names);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    double bytes =
+        FLOAT_BYTES *
+        ((double)desc->m * (double)desc->k + (double)desc->k * (double)desc->n +
+         (c_write_only ? 1.0 : 2.0) * (double)desc->m * (double)desc->n);
+    locus_buffer *inputs[] = {a, b, c};
+    locus__op_cost cost = {LOCUS__OP_GEMM, 2.0 * (double)flops, bytes, inputs,
+                           c_write_only ? 2u : 3u};
+    status = choose_device(&run, device, &cost);
+    if (status == LOCUS_SUCCESS)
+        status = begin_run(&run, "gemm");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    run.record.flops = 2.0 * (double)flops;
+    run.record.bytes = (uint64_t)bytes;
+    locus__backend_slot *slot = run.device->backend;
+    status =
+        slot->table->gemm(slot->state, run.device->index_in_backend, &resolved,
+                          run.operands[0].memory, run.operands[1].memory,
+                          run.operands[2].memory, &run.op);
+    end_run(&run, status, record);
+    return status;
+}
+
+LOCUS_API locus_status locus_conv2d_output_shape(const locus_conv2d_desc *desc,
+                                                 size_t *out_height,
+                                                 size_t *out_width)
+{
+    locus__clear_error();
+    if (!desc || !out_height || !out_width)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !desc         ? "desc"
+                           : !out_height ? "out_height"
+                                         : "out_width");
+    locus_status status =
+        check_struct(desc->struct_size, sizeof *desc, "locus_conv2d_desc");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->stride_h == 0 || desc->stride_w == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "conv2d stride %zu x %zu: strides must be at "
+                           "least 1",
+                           desc->stride_h, desc->stride_w);
+    if (desc->kernel_height == 0 || desc->kernel_width == 0 ||
+        desc->in_height == 0 || desc->in_width == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "conv2d image %zu x %zu, kernel %zu x %zu: every "
+                           "size must be at least 1",
+                           desc->in_height, desc->in_width, desc->kernel_height,
+                           desc->kernel_width);
+    if (desc->pad_h > SIZE_MAX / 4 || desc->pad_w > SIZE_MAX / 4 ||
+        desc->in_height > SIZE_MAX / 2 || desc->in_width > SIZE_MAX / 2)
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "conv2d padded image size overflows");
+    size_t padded_h = desc->in_height + 2 * desc->pad_h;
+    size_t padded_w = desc->in_width + 2 * desc->pad_w;
+    if (desc->kernel_height > padded_h || desc->kernel_width > padded_w)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "conv2d kernel %zu x %zu does not fit the padded "
+                           "image %zu x %zu",
+                           desc->kernel_height, desc->kernel_width, padded_h,
+                           padded_w);
+    *out_height = (padded_h - desc->kernel_height) / desc->stride_h + 1;
+    *out_width = (padded_w - desc->kernel_width) / desc->stride_w + 1;
+    return LOCUS_SUCCESS;
+}
+
+/* Bytes of a tensor of four dimensions, checked. */
+static locus_status tensor_bytes(size_t d0, size_t d1, size_t d2, size_t d3,
+                                 const char *name, size_t *bytes)
+{
+    size_t n = d0;
+    locus_status status = checked_mul(n, d1, &n, name);
+    if (status == LOCUS_SUCCESS)
+        status = checked_mul(n, d2, &n, name);
+    if (status == LOCUS_SUCCESS)
+        status = checked_mul(n, d3, &n, name);
+    if (status == LOCUS_SUCCESS)
+        status = checked_mul(n, FLOAT_BYTES, bytes, name);
+    return status;
+}
+
+static locus_status check_tensor(const char *name, size_t bytes,
+                                 const locus_buffer *buffer)
+{
+    if (bytes > buffer->bytes)
+        return locus__fail(LOCUS_ERROR_BUFFER_TOO_SMALL,
+                           "conv2d %s needs %zu bytes but its buffer has %zu",
+                           name, bytes, buffer->bytes);
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_conv2d(locus_context *context,
+                                    locus_device *device,
+                                    const locus_conv2d_desc *desc,
+                                    locus_buffer *input, locus_buffer *filter,
+                                    locus_buffer *output, locus_record *record)
+{
+    locus__clear_error();
+    if (!context || !desc || !input || !filter || !output)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !context  ? "context"
+                           : !desc   ? "desc"
+                           : !input  ? "input"
+                           : !filter ? "filter"
+                                     : "output");
+    size_t out_h, out_w;
+    locus_status status = locus_conv2d_output_shape(desc, &out_h, &out_w);
+    if (status == LOCUS_SUCCESS)
+        status = check_record(record);
+    if (status == LOCUS_SUCCESS)
+        status = check_dtype(desc->dtype);
+    if (status == LOCUS_SUCCESS)
+        status = check_device(context, device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->batch == 0 || desc->in_channels == 0 || desc->out_channels == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "conv2d batch %zu, in_channels %zu, out_channels "
+                           "%zu: each must be at least 1",
+                           desc->batch, desc->in_channels, desc->out_channels);
+    if (desc->algorithm != LOCUS_CONV_AUTO &&
+        desc->algorithm != LOCUS_CONV_IM2COL &&
+        desc->algorithm != LOCUS_CONV_MEC)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "conv2d algorithm %d is unknown",
+                           (int)desc->algorithm);
+    size_t input_bytes, filter_bytes, output_bytes, macs;
+    status = tensor_bytes(desc->batch, desc->in_channels, desc->in_height,
+                          desc->in_width, "conv2d input", &input_bytes);
+    if (status == LOCUS_SUCCESS)
+        status = tensor_bytes(desc->out_channels, desc->in_channels,
+                              desc->kernel_height, desc->kernel_width,
+                              "conv2d filter", &filter_bytes);
+    if (status == LOCUS_SUCCESS)
+        status = tensor_bytes(desc->batch, desc->out_channels, out_h, out_w,
+                              "conv2d output", &output_bytes);
+    if (status == LOCUS_SUCCESS)
+        status = checked_mul(output_bytes / FLOAT_BYTES,
+                             filter_bytes / FLOAT_BYTES / desc->out_channels,
+                             &macs, "conv2d multiply-adds");
+    if (status == LOCUS_SUCCESS)
+        status = check_tensor("input", input_bytes, input);
+    if (status == LOCUS_SUCCESS)
+        status = check_tensor("filter", filter_bytes, filter);
+    if (status == LOCUS_SUCCESS)
+        status = check_tensor("output", output_bytes, output);
+    if (status != LOCUS_SUCCESS)
+        return status;
+
+    op_run run = {.context = context};
+    /* The output is written whole only when the buffer is exactly its size;
+     * otherwise the bytes past it are kept, so it is read in. */
+    bool output_write_only = output_bytes == output->bytes;
+    run.operands[0] = (operand){input, LOCUS__READ, NULL};
+    run.operands[1] = (operand){filter, LOCUS__READ, NULL};
+    run.operands[2] = (operand){
+        output, output_write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
+    run.operand_count = 3;
+    static const char *const names[] = {"input", "filter", "output"};
+    status = check_aliasing(&run, names);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    double bytes =
+        (double)input_bytes + (double)filter_bytes + (double)output_bytes;
+    locus_buffer *inputs[] = {input, filter};
+    locus__op_cost cost = {LOCUS__OP_CONV2D, 2.0 * (double)macs, bytes, inputs,
+                           2};
+    status = choose_device(&run, device, &cost);
+    if (status == LOCUS_SUCCESS)
+        status = begin_run(&run, "conv2d");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    run.record.flops = 2.0 * (double)macs;
+    run.record.bytes = (uint64_t)bytes;
+    locus__backend_slot *slot = run.device->backend;
+    status = slot->table->conv2d(
+        slot->state, run.device->index_in_backend, desc, run.operands[0].memory,
+        run.operands[1].memory, run.operands[2].memory, &run.op);
+    end_run(&run, status, record);
+    return status;
+}

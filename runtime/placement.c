@@ -1,0 +1,236 @@
+#include "placement.h"
+
+#include <errno.h>
+#include <numaif.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "status.h"
+
+/* move_pages takes at most this many pages per call here, to bound the
+ * stack arrays. */
+#define PAGES_PER_QUERY 1024
+
+size_t locus__page_size(void)
+{
+    long size = sysconf(_SC_PAGESIZE);
+    return size > 0 ? (size_t)size : 4096;
+}
+
+void locus_page_report_init(locus_page_report *report)
+{
+    if (!report)
+        return;
+    memset(report, 0, sizeof *report);
+    report->struct_size = sizeof *report;
+}
+
+static void tally(locus_page_report *report, int status)
+{
+    if (status >= 0 && status < LOCUS_MAX_NUMA_NODES)
+        report->pages_on_node[status]++;
+    else if (status == -ENOENT)
+        report->pages_untouched++;
+    else if (status == -EFAULT)
+        report->pages_unmapped++;
+    else
+        report->pages_other++;
+}
+
+locus_status locus__query_pages(const void *memory, size_t bytes,
+                                size_t max_samples, locus_page_report *report)
+{
+    size_t page = locus__page_size();
+    uintptr_t first = (uintptr_t)memory & ~(uintptr_t)(page - 1);
+    uintptr_t last = ((uintptr_t)memory + bytes - 1) & ~(uintptr_t)(page - 1);
+    size_t total = (size_t)((last - first) / page) + 1;
+    size_t queried = max_samples && max_samples < total ? max_samples : total;
+
+    size_t struct_size = report->struct_size;
+    memset(report, 0, sizeof *report);
+    report->struct_size = struct_size;
+    report->page_size = page;
+    report->pages_total = total;
+    report->pages_queried = queried;
+
+    void *pages[PAGES_PER_QUERY];
+    int status[PAGES_PER_QUERY];
+    for (size_t done = 0; done < queried;) {
+        size_t batch =
+            queried - done < PAGES_PER_QUERY ? queried - done : PAGES_PER_QUERY;
+        for (size_t i = 0; i < batch; i++) {
+            /* An even spread, first and last page included. */
+            size_t index = queried == total
+                               ? done + i
+                               : (done + i) * (total - 1) / (queried - 1);
+            pages[i] = (void *)(first + index * page);
+        }
+        if (move_pages(0, (unsigned long)batch, pages, NULL, status, 0) != 0)
+            return locus__fail(errno == ENOSYS ? LOCUS_ERROR_NOT_SUPPORTED
+                                               : LOCUS_ERROR_SYSTEM,
+                               "move_pages over %zu pages: %s", batch,
+                               strerror(errno));
+        for (size_t i = 0; i < batch; i++)
+            tally(report, status[i]);
+        done += batch;
+    }
+    return LOCUS_SUCCESS;
+}
+
+LOCUS_API locus_status locus_query_pages(const void *memory, size_t bytes,
+                                         size_t max_samples,
+                                         locus_page_report *report)
+{
+    locus__clear_error();
+    if (!memory || !report)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           memory ? "report" : "memory");
+    if (bytes == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "page query over 0 bytes");
+    if (report->struct_size < sizeof *report)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "report struct_size %zu: call "
+                           "locus_page_report_init first",
+                           report->struct_size);
+    return locus__query_pages(memory, bytes, max_samples, report);
+}
+
+typedef struct touch_job {
+    unsigned char *base;
+    size_t bytes;
+    size_t page;
+} touch_job;
+
+/* Writing one byte per page faults it in on the toucher's node. */
+static void touch_pages(void *arg, int rank, int ranks)
+{
+    const touch_job *job = arg;
+    size_t begin, end;
+    locus__pool_split(job->bytes, job->page, rank, ranks, &begin, &end);
+    for (size_t offset = begin; offset < end; offset += job->page)
+        job->base[offset] = 0;
+}
+
+static locus_status bind_area(const locus__topology *topology, void *base,
+                              size_t bytes, const locus_placement *placement)
+{
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    if (!nodes)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "nodeset");
+    hwloc_membind_policy_t policy;
+    if (placement->policy == LOCUS_PLACE_NODE) {
+        hwloc_bitmap_only(nodes, (unsigned)placement->node);
+        policy = HWLOC_MEMBIND_BIND;
+    } else {
+        for (int i = 0; i < topology->node_count; i++)
+            hwloc_bitmap_set(nodes, (unsigned)topology->nodes[i].os_index);
+        policy = HWLOC_MEMBIND_INTERLEAVE;
+    }
+    int result =
+        hwloc_set_area_membind(topology->hwloc, base, bytes, nodes, policy,
+                               HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_STRICT);
+    int error = errno;
+    hwloc_bitmap_free(nodes);
+    if (result != 0)
+        return locus__fail(
+            LOCUS_ERROR_PLACEMENT,
+            "the kernel refused to bind %zu bytes %s%d: %s", bytes,
+            policy == HWLOC_MEMBIND_BIND ? "to node " : "interleaved over ",
+            policy == HWLOC_MEMBIND_BIND ? placement->node
+                                         : topology->node_count,
+            strerror(error));
+    return LOCUS_SUCCESS;
+}
+
+/* Every sampled page must be on the node asked for. */
+static locus_status verify_node(const locus__host_memory *memory)
+{
+    locus_page_report report;
+    locus_page_report_init(&report);
+    locus_status status =
+        locus__query_pages(memory->base, memory->mapped_bytes, 4096, &report);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    int node = memory->placement.node;
+    size_t elsewhere = report.pages_queried - report.pages_on_node[node];
+    if (elsewhere != 0)
+        return locus__fail(LOCUS_ERROR_PLACEMENT,
+                           "asked for node %d, but %zu of %zu pages queried "
+                           "are elsewhere",
+                           node, elsewhere, report.pages_queried);
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__host_alloc(const locus__topology *topology,
+                               locus__pool *pool, size_t bytes,
+                               const locus_placement *placement,
+                               locus__host_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    out->placement = *placement;
+    size_t page = locus__page_size();
+    if (placement->policy == LOCUS_PLACE_NODE &&
+        locus__topology_node_position(topology, placement->node) < 0)
+        return locus__fail(LOCUS_ERROR_PLACEMENT,
+                           "NUMA node %d does not exist (the topology has "
+                           "%d node%s)",
+                           placement->node, topology->node_count,
+                           topology->node_count == 1 ? "" : "s");
+    if (bytes > SIZE_MAX - page)
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "%zu bytes cannot be rounded to pages", bytes);
+    out->mapped_bytes = (bytes + page - 1) / page * page;
+    void *base = mmap(NULL, out->mapped_bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "mmap of %zu bytes: %s",
+                           out->mapped_bytes, strerror(errno));
+    out->base = base;
+
+    /* On a synthetic or XML topology, hwloc's binding calls succeed and do
+     * nothing: place nothing and claim nothing. */
+    bool real = topology->is_this_system;
+    locus_status status = LOCUS_SUCCESS;
+    if (real && (placement->policy == LOCUS_PLACE_NODE ||
+                 placement->policy == LOCUS_PLACE_INTERLEAVE))
+        status = bind_area(topology, base, out->mapped_bytes, placement);
+    if (status == LOCUS_SUCCESS && placement->policy != LOCUS_PLACE_OFF) {
+        touch_job job = {base, out->mapped_bytes, page};
+        if (placement->policy == LOCUS_PLACE_LOCAL && pool)
+            status = locus__pool_run(pool, -1, touch_pages, &job);
+        else
+            touch_pages(&job, 0, 1);
+    }
+    if (status == LOCUS_SUCCESS && real &&
+        placement->policy == LOCUS_PLACE_NODE) {
+        status = verify_node(out);
+        out->verified = status == LOCUS_SUCCESS;
+    }
+    if (status != LOCUS_SUCCESS) {
+        locus__host_free(out);
+        return status;
+    }
+    return LOCUS_SUCCESS;
+}
+
+void locus__host_free(locus__host_memory *memory)
+{
+    if (memory->base)
+        munmap(memory->base, memory->mapped_bytes);
+    memory->base = NULL;
+    memory->mapped_bytes = 0;
+}
+
+void locus_placement_init(locus_placement *placement)
+{
+    if (!placement)
+        return;
+    memset(placement, 0, sizeof *placement);
+    placement->struct_size = sizeof *placement;
+    placement->policy = LOCUS_PLACE_DEFAULT;
+    placement->node = -1;
+}

@@ -1,0 +1,357 @@
+#include "pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+typedef struct worker {
+    locus__pool *pool;
+    int index;
+    pthread_t thread;
+    locus__worker_info info;
+} worker;
+
+struct locus__pool {
+    const locus__topology *topology;
+    int size;
+    worker *workers;
+    bool started_all;
+
+    /* Serializes jobs from several application threads. */
+    pthread_mutex_t submit_lock;
+
+    /* The current job, guarded by lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t job_ready;
+    pthread_cond_t job_done;
+    unsigned long generation;
+    bool stopping;
+    int job_node; /* OS node, -1: all workers */
+    locus_worker_fn job_fn;
+    void *job_arg;
+    int job_ranks;
+    int job_first; /* pool index of rank 0 (node groups are contiguous) */
+    int finished;
+};
+
+static _Thread_local int current_worker = -1;
+
+int locus__pool_current_worker(void)
+{
+    return current_worker;
+}
+
+/* Binds a started worker from the creating thread, so that `pinned` is
+ * settled before anyone reads it. Failure is reported through `pinned`,
+ * never fatal: an unpinned worker still computes correctly. */
+static void pin_worker(const locus__topology *topology, worker *w)
+{
+    if (!topology->is_this_system)
+        return;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set)
+        return;
+    hwloc_bitmap_only(set, (unsigned)w->info.cpu);
+    w->info.pinned =
+        hwloc_set_thread_cpubind(topology->hwloc, w->thread, set, 0) == 0;
+    hwloc_bitmap_free(set);
+}
+
+static void *worker_main(void *argument)
+{
+    worker *self = argument;
+    locus__pool *pool = self->pool;
+    current_worker = self->index;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        while (pool->generation == seen && !pool->stopping)
+            pthread_cond_wait(&pool->job_ready, &pool->lock);
+        if (pool->stopping)
+            break;
+        seen = pool->generation;
+        int rank = self->index - pool->job_first;
+        if (rank < 0 || rank >= pool->job_ranks)
+            continue;
+        locus_worker_fn fn = pool->job_fn;
+        void *arg = pool->job_arg;
+        int ranks = pool->job_ranks;
+        pthread_mutex_unlock(&pool->lock);
+        fn(arg, rank, ranks);
+        pthread_mutex_lock(&pool->lock);
+        if (++pool->finished == ranks)
+            pthread_cond_signal(&pool->job_done);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+/* One cpu per core (its first allowed PU), or PUs when more threads than
+ * cores are asked for; taken round-robin over nodes so that a pool smaller
+ * than the machine still spans every node, then sorted by node. */
+static int choose_cpus(const locus__topology *topology, int threads,
+                       locus__worker_info *chosen, int *available)
+{
+    hwloc_topology_t hw = topology->hwloc;
+    int node_count = topology->node_count;
+    int core_count = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_CORE);
+    int pu_count = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU);
+    int cores_allowed = 0, pus_allowed = 0;
+    for (int i = 0; i < pu_count; i++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(hw, HWLOC_OBJ_PU, (unsigned)i);
+        pus_allowed +=
+            hwloc_bitmap_isset(topology->allowed_cpus, pu->os_index) != 0;
+    }
+    for (int i = 0; i < core_count; i++) {
+        hwloc_obj_t core =
+            hwloc_get_obj_by_type(hw, HWLOC_OBJ_CORE, (unsigned)i);
+        cores_allowed +=
+            hwloc_bitmap_intersects(core->cpuset, topology->allowed_cpus);
+    }
+    if (cores_allowed == 0)
+        cores_allowed = pus_allowed; /* topologies without core objects */
+    *available = pus_allowed;
+    if (threads == 0)
+        threads = cores_allowed;
+    if (threads > pus_allowed || threads == 0)
+        return -1;
+    bool per_pu = threads > cores_allowed || core_count == 0;
+    hwloc_obj_type_t unit = per_pu ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
+    int unit_count = hwloc_get_nbobjs_by_type(hw, unit);
+    if (unit_count <= 0)
+        return -1;
+
+    /* Candidates per node, in logical order. */
+    int *cpu_of = malloc(sizeof(int) * (size_t)unit_count);
+    int *node_of = malloc(sizeof(int) * (size_t)unit_count);
+    bool *taken = calloc((size_t)unit_count, sizeof(bool));
+    int candidates = 0;
+    if (!cpu_of || !node_of || !taken) {
+        free(cpu_of);
+        free(node_of);
+        free(taken);
+        return -2;
+    }
+    for (int i = 0; i < unit_count; i++) {
+        hwloc_obj_t obj = hwloc_get_obj_by_type(hw, unit, (unsigned)i);
+        hwloc_bitmap_t usable = hwloc_bitmap_alloc();
+        if (!usable)
+            continue;
+        hwloc_bitmap_and(usable, obj->cpuset, topology->allowed_cpus);
+        int first = hwloc_bitmap_first(usable);
+        hwloc_bitmap_free(usable);
+        if (first < 0)
+            continue;
+        cpu_of[candidates] = first;
+        node_of[candidates] = locus__topology_node_of_cpu(topology, first);
+        candidates++;
+    }
+    int picked = 0;
+    while (picked < threads) {
+        int progress = 0;
+        for (int node = -1; node < node_count && picked < threads; node++) {
+            for (int c = 0; c < candidates; c++) {
+                if (taken[c] || node_of[c] != node)
+                    continue;
+                taken[c] = true;
+                chosen[picked].cpu = cpu_of[c];
+                chosen[picked].node_position = node;
+                picked++;
+                progress++;
+                break;
+            }
+        }
+        if (!progress)
+            break;
+    }
+    free(cpu_of);
+    free(node_of);
+    free(taken);
+    if (picked < threads)
+        return -1;
+    /* Stable sort by node, then cpu: node groups become contiguous. */
+    for (int i = 1; i < picked; i++) {
+        locus__worker_info key = chosen[i];
+        int j = i - 1;
+        while (j >= 0 && (chosen[j].node_position > key.node_position ||
+                          (chosen[j].node_position == key.node_position &&
+                           chosen[j].cpu > key.cpu))) {
+            chosen[j + 1] = chosen[j];
+            j--;
+        }
+        chosen[j + 1] = key;
+    }
+    for (int i = 0; i < picked; i++) {
+        int position = chosen[i].node_position;
+        chosen[i].node_os_index =
+            position >= 0 ? topology->nodes[position].os_index : -1;
+    }
+    return picked;
+}
+
+locus_status locus__pool_create(const locus__topology *topology, int threads,
+                                locus__pool **out)
+{
+    *out = NULL;
+    int limit = hwloc_get_nbobjs_by_type(topology->hwloc, HWLOC_OBJ_PU);
+    if (limit <= 0)
+        return locus__fail(LOCUS_ERROR_TOPOLOGY, "topology has no cpu");
+    locus__worker_info *chosen = calloc((size_t)limit, sizeof *chosen);
+    if (!chosen)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "worker list");
+    int available = 0;
+    int count = threads > limit
+                    ? -1
+                    : choose_cpus(topology, threads, chosen, &available);
+    if (count == -2) {
+        free(chosen);
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "worker list");
+    }
+    if (count <= 0) {
+        free(chosen);
+        return locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+                           "LOCUS_THREADS=%d exceeds the %d cpus this process "
+                           "may use",
+                           threads, available ? available : limit);
+    }
+    locus__pool *pool = calloc(1, sizeof *pool);
+    worker *workers = calloc((size_t)count, sizeof *workers);
+    if (!pool || !workers) {
+        free(pool);
+        free(workers);
+        free(chosen);
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "worker pool");
+    }
+    pool->topology = topology;
+    pool->workers = workers;
+    pthread_mutex_init(&pool->submit_lock, NULL);
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->job_ready, NULL);
+    pthread_cond_init(&pool->job_done, NULL);
+    for (int i = 0; i < count; i++) {
+        workers[i].pool = pool;
+        workers[i].index = i;
+        workers[i].info = chosen[i];
+    }
+    free(chosen);
+    for (int i = 0; i < count; i++) {
+        int error =
+            pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+        if (error) {
+            locus__pool_destroy(pool);
+            return locus__fail(LOCUS_ERROR_SYSTEM,
+                               "pthread_create for worker %d: %s", i,
+                               strerror(error));
+        }
+        pool->size = i + 1;
+        pin_worker(topology, &workers[i]);
+    }
+    *out = pool;
+    return LOCUS_SUCCESS;
+}
+
+void locus__pool_destroy(locus__pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->job_ready);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 0; i < pool->size; i++)
+        pthread_join(pool->workers[i].thread, NULL);
+    pthread_cond_destroy(&pool->job_ready);
+    pthread_cond_destroy(&pool->job_done);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_destroy(&pool->submit_lock);
+    free(pool->workers);
+    free(pool);
+}
+
+int locus__pool_size(const locus__pool *pool)
+{
+    return pool->size;
+}
+
+const locus__worker_info *locus__pool_worker(const locus__pool *pool,
+                                             int worker_index)
+{
+    if (worker_index < 0 || worker_index >= pool->size)
+        return NULL;
+    return &pool->workers[worker_index].info;
+}
+
+static void node_range(const locus__pool *pool, int node_os_index, int *first,
+                       int *count)
+{
+    *first = 0;
+    *count = 0;
+    if (node_os_index < 0) {
+        *count = pool->size;
+        return;
+    }
+    for (int i = 0; i < pool->size; i++) {
+        if (pool->workers[i].info.node_os_index != node_os_index)
+            continue;
+        if (*count == 0)
+            *first = i;
+        (*count)++;
+    }
+}
+
+int locus__pool_count_on(const locus__pool *pool, int node_os_index)
+{
+    int first, count;
+    node_range(pool, node_os_index, &first, &count);
+    return count;
+}
+
+locus_status locus__pool_run(locus__pool *pool, int node_os_index,
+                             locus_worker_fn fn, void *arg)
+{
+    int first, count;
+    node_range(pool, node_os_index, &first, &count);
+    if (count == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "no worker runs on NUMA node %d", node_os_index);
+    /* A worker that submits (a kernel calling back into the pool) would wait
+     * for itself; run such nested work inline instead. */
+    if (current_worker >= 0) {
+        for (int rank = 0; rank < count; rank++)
+            fn(arg, rank, count);
+        return LOCUS_SUCCESS;
+    }
+    pthread_mutex_lock(&pool->submit_lock);
+    pthread_mutex_lock(&pool->lock);
+    pool->job_node = node_os_index;
+    pool->job_fn = fn;
+    pool->job_arg = arg;
+    pool->job_first = first;
+    pool->job_ranks = count;
+    pool->finished = 0;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->job_ready);
+    while (pool->finished < count)
+        pthread_cond_wait(&pool->job_done, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->submit_lock);
+    return LOCUS_SUCCESS;
+}
+
+void locus__pool_split(size_t total, size_t align, int rank, int ranks,
+                       size_t *begin, size_t *end)
+{
+    if (align == 0)
+        align = 1;
+    size_t units = (total + align - 1) / align;
+    size_t r = (size_t)rank, n = (size_t)(ranks > 0 ? ranks : 1);
+    size_t base = units / n, extra = units % n;
+    size_t first_unit = r * base + (r < extra ? r : extra);
+    size_t unit_count = base + (r < extra ? 1 : 0);
+    size_t b = first_unit * align, e = (first_unit + unit_count) * align;
+    *begin = b < total ? b : total;
+    *end = e < total ? e : total;
+}

@@ -1,0 +1,41 @@
+/* Worker threads, one per allowed core, pinned with hwloc and ordered by
+ * NUMA node, with a run-on-every-worker primitive that the CPU kernels and
+ * the first-touch placement build on. */
+#ifndef LOCUS_RUNTIME_POOL_H
+#define LOCUS_RUNTIME_POOL_H
+
+#include <stdbool.h>
+
+#include <locus/backend.h>
+
+#include "topology.h"
+
+typedef struct locus__pool locus__pool;
+
+typedef struct locus__worker_info {
+    int cpu;           /* OS cpu the worker is bound to */
+    int node_position; /* position of its NUMA node */
+    int node_os_index;
+    bool pinned; /* binding succeeded and is real */
+} locus__worker_info;
+
+/* threads 0: one per allowed core. More threads than allowed cpus fails with
+ * LOCUS_ERROR_BAD_ENVIRONMENT naming LOCUS_THREADS. */
+locus_status locus__pool_create(const locus__topology *topology, int threads,
+                                locus__pool **out);
+void locus__pool_destroy(locus__pool *pool);
+
+int locus__pool_size(const locus__pool *pool);
+const locus__worker_info *locus__pool_worker(const locus__pool *pool,
+                                             int worker);
+/* Workers of one OS node (-1: all). */
+int locus__pool_count_on(const locus__pool *pool, int node_os_index);
+/* Runs fn(arg, rank, ranks) on every worker of the set and waits. */
+locus_status locus__pool_run(locus__pool *pool, int node_os_index,
+                             locus_worker_fn fn, void *arg);
+void locus__pool_split(size_t total, size_t align, int rank, int ranks,
+                       size_t *begin, size_t *end);
+/* The pool index of the calling thread, -1 when it is not a worker. */
+int locus__pool_current_worker(void);
+
+#endif

@@ -1,0 +1,109 @@
+#include "record.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+
+void locus_record_init(locus_record *record)
+{
+    if (!record)
+        return;
+    memset(record, 0, sizeof *record);
+    record->struct_size = sizeof *record;
+}
+
+const char *locus_provenance_str(locus_provenance provenance)
+{
+    switch (provenance) {
+    case LOCUS_PROVENANCE_ESTIMATED:
+        return "estimated";
+    case LOCUS_PROVENANCE_COUNTED:
+        return "counted";
+    case LOCUS_PROVENANCE_NONE:
+        break;
+    }
+    return "none";
+}
+
+/* Record strings are names Locus chose (selectors, algorithm names), never
+ * user text, but are escaped anyway so the line always parses. */
+static size_t json_string(char *out, size_t capacity, const char *text)
+{
+    size_t used = 0;
+    if (used < capacity)
+        out[used] = '"';
+    used++;
+    for (const char *c = text; *c; c++) {
+        char escaped[8];
+        unsigned char ch = (unsigned char)*c;
+        if (ch == '"' || ch == '\\')
+            snprintf(escaped, sizeof escaped, "\\%c", ch);
+        else if (ch < 0x20)
+            snprintf(escaped, sizeof escaped, "\\u%04x", ch);
+        else
+            snprintf(escaped, sizeof escaped, "%c", ch);
+        for (const char *e = escaped; *e; e++, used++)
+            if (used < capacity)
+                out[used] = *e;
+    }
+    if (used < capacity)
+        out[used] = '"';
+    used++;
+    return used;
+}
+
+size_t locus_record_to_json(const locus_record *record, char *text,
+                            size_t capacity)
+{
+    if (!record)
+        return 0;
+    char op[64], device[80], algorithm[80];
+    size_t n = json_string(op, sizeof op, record->op);
+    op[n < sizeof op ? n : sizeof op - 1] = '\0';
+    n = json_string(device, sizeof device, record->device);
+    device[n < sizeof device ? n : sizeof device - 1] = '\0';
+    n = json_string(algorithm, sizeof algorithm, record->algorithm);
+    algorithm[n < sizeof algorithm ? n : sizeof algorithm - 1] = '\0';
+    int length = snprintf(
+        text, capacity,
+        "{\"op\":%s,\"device\":%s,\"algorithm\":%s,\"seconds\":%.9g,"
+        "\"flops\":%.17g,\"bytes\":%" PRIu64 ",\"bytes_to_device\":%" PRIu64
+        ",\"bytes_from_device\":%" PRIu64 ",\"workspace_bytes\":%" PRIu64
+        ",\"local_bytes\":%" PRIu64 ",\"remote_bytes\":%" PRIu64
+        ",\"provenance\":\"%s\"}",
+        op, device, algorithm, record->seconds, record->flops, record->bytes,
+        record->bytes_to_device, record->bytes_from_device,
+        record->workspace_bytes, record->local_bytes, record->remote_bytes,
+        locus_provenance_str(record->provenance));
+    return length < 0 ? 0 : (size_t)length;
+}
+
+void locus__record_append(locus_context *context, const locus_record *record)
+{
+    if (!context->record_file)
+        return;
+    char line[1024];
+    size_t length = locus_record_to_json(record, line, sizeof line);
+    if (length >= sizeof line)
+        return;
+    pthread_mutex_lock(&context->record_lock);
+    int failed = fprintf(context->record_file, "%s\n", line) < 0 ||
+                 fflush(context->record_file) != 0;
+    pthread_mutex_unlock(&context->record_lock);
+    if (failed)
+        locus__log(context, LOCUS_LOG_WARN,
+                   "could not append to the record file %s",
+                   context->config.record_path);
+}
+
+void locus__record_copy_out(locus_record *destination,
+                            const locus_record *source)
+{
+    size_t size = destination->struct_size < sizeof *source
+                      ? destination->struct_size
+                      : sizeof *source;
+    memcpy(destination, source, size);
+    destination->struct_size = size;
+}
