@@ -16,16 +16,16 @@ static locus_status open_topology(locus__topology *topology,
     if (description && synthetic) {
         if (hwloc_topology_set_synthetic(topology->hwloc, description) != 0)
             return locus__fail(LOCUS_ERROR_TOPOLOGY,
-                               "LOCUS_TOPOLOGY synthetic description '%s' "
-                               "does not parse (hwloc)",
+                               "LOCUS_TOPOLOGY='synthetic:%s' is not a "
+                               "synthetic description hwloc accepts",
                                description);
         snprintf(topology->source, sizeof topology->source, "synthetic:%s",
                  description);
     } else if (description) {
         if (hwloc_topology_set_xml(topology->hwloc, description) != 0)
             return locus__fail(LOCUS_ERROR_TOPOLOGY,
-                               "LOCUS_TOPOLOGY xml file '%s' cannot be read: "
-                               "%s",
+                               "LOCUS_TOPOLOGY='%s' is not a readable hwloc "
+                               "XML file: %s",
                                description, strerror(errno));
         snprintf(topology->source, sizeof topology->source, "xml:%s",
                  description);
@@ -38,10 +38,17 @@ static locus_status open_topology(locus__topology *topology,
         return locus__fail(LOCUS_ERROR_TOPOLOGY,
                            "hwloc_topology_set_io_types_filter: %s",
                            strerror(errno));
-    if (hwloc_topology_load(topology->hwloc) != 0)
+    if (hwloc_topology_load(topology->hwloc) != 0) {
+        if (description)
+            return locus__fail(LOCUS_ERROR_TOPOLOGY,
+                               "hwloc could not load LOCUS_TOPOLOGY='%s%s': "
+                               "%s",
+                               synthetic ? "synthetic:" : "", description,
+                               strerror(errno));
         return locus__fail(LOCUS_ERROR_TOPOLOGY,
-                           "hwloc could not load the topology from %s: %s",
-                           topology->source, strerror(errno));
+                           "hwloc could not load this machine's topology: %s",
+                           strerror(errno));
+    }
     topology->is_this_system =
         hwloc_topology_is_thissystem(topology->hwloc) != 0;
     return LOCUS_SUCCESS;

@@ -1,0 +1,37 @@
+/* The CPU's f32 matrix product, usable by other kernels (conv2d). */
+#ifndef LOCUS_CPU_GEMM_H
+#define LOCUS_CPU_GEMM_H
+
+#include <stddef.h>
+
+#include <locus/locus.h>
+
+/* C = alpha op(A) op(B) + beta C, row-major, with the BLAS meaning of
+ * every field (see locus_gemm_desc); leading dimensions are explicit.
+ * beta == 0: C is not read. alpha == 0 or k == 0: A and B are not read. */
+typedef struct locus__sgemm {
+    locus_transpose trans_a, trans_b;
+    size_t m, n, k;
+    float alpha, beta;
+    const float *a;
+    size_t lda;
+    const float *b;
+    size_t ldb;
+    float *c;
+    size_t ldc;
+} locus__sgemm;
+
+/* Floats of scratch that a call of locus__cpu_sgemm_tile needs for a tile
+ * of at most rows x cols of C with inner dimension k. */
+size_t locus__cpu_sgemm_scratch_floats(size_t rows, size_t cols, size_t k);
+
+/* Computes the block rows [row_begin, row_end) x columns [col_begin,
+ * col_end) of C on the calling thread, touching no other element of C.
+ * scratch is the caller's own, of locus__cpu_sgemm_scratch_floats(rows,
+ * cols, g->k) floats for some rows >= row_end - row_begin and
+ * cols >= col_end - col_begin. */
+void locus__cpu_sgemm_tile(const locus__sgemm *g, size_t row_begin,
+                           size_t row_end, size_t col_begin, size_t col_end,
+                           float *scratch);
+
+#endif

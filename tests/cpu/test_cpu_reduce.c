@@ -1,0 +1,214 @@
+/* locus_reduce on the CPU devices against a float64 reference: sum, min
+ * and max of fresh random data of odd lengths, NaN and infinity handling,
+ * elements past count left unread, and the record. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <locus/locus.h>
+
+#include "test_util.h"
+
+/* The sum is accumulated in at least float64 per worker, so even a long
+ * vector lands far inside this bound; an f32 running sum of a million
+ * elements would not. */
+#define SUM_TOLERANCE 1e-6
+
+typedef struct reference {
+    double sum, sum_abs;
+    float min, max;
+} reference;
+
+static reference reference_of(const float *x, size_t n)
+{
+    reference r = {0.0, 0.0, x[0], x[0]};
+    for (size_t i = 0; i < n; i++) {
+        r.sum += x[i];
+        r.sum_abs += fabs(x[i]);
+        r.min = x[i] < r.min ? x[i] : r.min;
+        r.max = x[i] > r.max ? x[i] : r.max;
+    }
+    return r;
+}
+
+/* Runs one reduction; NAN when the call failed (already reported). */
+static double run_reduce(locus_context *ctx, locus_device *dev,
+                         locus_buffer *buf, locus_reduce_op op, size_t count,
+                         const char *what)
+{
+    locus_reduce_desc desc;
+    locus_reduce_desc_init(&desc);
+    desc.dtype = LOCUS_DTYPE_F32;
+    desc.op = op;
+    desc.count = count;
+    locus_record record;
+    locus_record_init(&record);
+    double result = NAN;
+    if (TEST_OK(locus_reduce(ctx, dev, &desc, buf, &result, &record)) !=
+        LOCUS_SUCCESS)
+        return NAN;
+    TEST_EXPECT(strcmp(record.op, "reduce") == 0,
+                "%s: record op is \"%s\", expected \"reduce\"", what,
+                record.op);
+    TEST_EXPECT(record.algorithm[0] != '\0', "%s: record algorithm is empty",
+                what);
+    TEST_EXPECT(strncmp(record.device, "cpu", 3) == 0,
+                "%s: record device is \"%s\", expected a cpu selector", what,
+                record.device);
+    return result;
+}
+
+static void fill(float *x, size_t n, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)test_rng_uniform(lo, hi);
+}
+
+/* Elements past count hold huge values and NaN: a kernel that reads past
+ * count gets a visibly wrong answer. */
+static void poison_tail(float *x, size_t count, size_t capacity)
+{
+    for (size_t i = count; i < capacity; i++)
+        x[i] = (i & 1) ? NAN : 1e30f;
+}
+
+static void check_values(locus_context *ctx, locus_device *dev,
+                         locus_buffer *buf, const float *x, size_t n,
+                         const char *label)
+{
+    char what[96];
+    reference ref = reference_of(x, n);
+
+    snprintf(what, sizeof what, "%s sum n=%zu", label, n);
+    double sum = run_reduce(ctx, dev, buf, LOCUS_REDUCE_SUM, n, what);
+    double scale = ref.sum_abs > 0.0 ? ref.sum_abs : 1.0;
+    double err = fabs(sum - ref.sum) / scale;
+    TEST_EXPECT(err <= SUM_TOLERANCE,
+                "%s: got %.17g, reference %.17g, relative error %.3g", what,
+                sum, ref.sum, err);
+
+    snprintf(what, sizeof what, "%s min n=%zu", label, n);
+    double min = run_reduce(ctx, dev, buf, LOCUS_REDUCE_MIN, n, what);
+    TEST_EXPECT(min == (double)ref.min, "%s: got %.9g, reference %.9g", what,
+                min, (double)ref.min);
+
+    snprintf(what, sizeof what, "%s max n=%zu", label, n);
+    double max = run_reduce(ctx, dev, buf, LOCUS_REDUCE_MAX, n, what);
+    TEST_EXPECT(max == (double)ref.max, "%s: got %.9g, reference %.9g", what,
+                max, (double)ref.max);
+}
+
+static void test_length(locus_context *ctx, locus_device *dev, size_t n)
+{
+    size_t capacity = n + 37;
+    float *x = malloc(capacity * sizeof *x);
+    if (!TEST_EXPECT(x != NULL, "cannot allocate %zu floats", capacity))
+        return;
+    locus_buffer *buf = NULL;
+    if (TEST_OK(locus_buffer_create(ctx, capacity * sizeof *x, NULL, &buf)) !=
+        LOCUS_SUCCESS)
+        goto free_x;
+
+    /* Positive data: the sum has no cancellation, so the error relative to
+     * the sum itself is what an application sees. */
+    fill(x, n, 0.5, 1.5);
+    poison_tail(x, n, capacity);
+    if (TEST_OK(locus_buffer_write(buf, 0, x, capacity * sizeof *x)) ==
+        LOCUS_SUCCESS)
+        check_values(ctx, dev, buf, x, n, "positive");
+
+    /* Mixed signs and magnitudes, extremes at random places. */
+    fill(x, n, -1000.0, 1000.0);
+    x[test_rng_range(0, n - 1)] = -5000.0f;
+    x[test_rng_range(0, n - 1)] = 5000.0f;
+    poison_tail(x, n, capacity);
+    if (TEST_OK(locus_buffer_write(buf, 0, x, capacity * sizeof *x)) ==
+        LOCUS_SUCCESS)
+        check_values(ctx, dev, buf, x, n, "mixed");
+
+    /* Extremes at the ends, where an off-by-one in a worker's range would
+     * miss them. */
+    fill(x, n, -1.0, 1.0);
+    x[0] = -7.0f;
+    x[n - 1] = 7.0f;
+    poison_tail(x, n, capacity);
+    if (TEST_OK(locus_buffer_write(buf, 0, x, capacity * sizeof *x)) ==
+        LOCUS_SUCCESS)
+        check_values(ctx, dev, buf, x, n, "ends");
+
+    /* NaN anywhere makes every reduction NaN (the documented choice: a
+     * broken input is never hidden). */
+    fill(x, n, -1.0, 1.0);
+    size_t at = test_rng_range(0, n - 1);
+    x[at] = NAN;
+    if (TEST_OK(locus_buffer_write(buf, 0, x, n * sizeof *x)) ==
+        LOCUS_SUCCESS) {
+        static const locus_reduce_op ops[] = {
+            LOCUS_REDUCE_SUM, LOCUS_REDUCE_MIN, LOCUS_REDUCE_MAX};
+        static const char *const names[] = {"sum", "min", "max"};
+        for (size_t i = 0; i < 3; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "nan %s n=%zu at=%zu", names[i], n, at);
+            double r = run_reduce(ctx, dev, buf, ops[i], n, what);
+            TEST_EXPECT(isnan(r), "%s: got %.9g, expected NaN", what, r);
+        }
+    }
+
+    /* Infinity is a value like any other. */
+    if (n > 1) {
+        fill(x, n, -1.0, 1.0);
+        x[test_rng_range(0, n - 1)] = INFINITY;
+        if (TEST_OK(locus_buffer_write(buf, 0, x, n * sizeof *x)) ==
+            LOCUS_SUCCESS) {
+            double r = run_reduce(ctx, dev, buf, LOCUS_REDUCE_MAX, n, "inf");
+            TEST_EXPECT(r == INFINITY, "inf max n=%zu: got %.9g", n, r);
+            r = run_reduce(ctx, dev, buf, LOCUS_REDUCE_SUM, n, "inf");
+            TEST_EXPECT(r == INFINITY, "inf sum n=%zu: got %.9g", n, r);
+        }
+    }
+
+    locus_buffer_destroy(buf);
+free_x:
+    free(x);
+}
+
+/* Every device of the cpu backend: the whole pool, and each node on
+ * machines with several. */
+static void test_device(locus_context *ctx, locus_device *dev)
+{
+    static const size_t lengths[] = {1,     2,       7,      33,   1000,
+                                     1023,  1024,    1025,   4099, 65537,
+                                     99991, 1000003, 4194319};
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++)
+        test_length(ctx, dev, lengths[i]);
+}
+
+int main(int argc, char **argv)
+{
+    test_seed(argc, argv);
+    locus_context *ctx = NULL;
+    if (TEST_OK(locus_context_create(NULL, &ctx)) != LOCUS_SUCCESS)
+        return 1;
+    locus_device *dev = NULL;
+    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS)
+        test_device(ctx, dev);
+
+    size_t count = 0;
+    TEST_OK(locus_device_count(ctx, &count));
+    for (size_t i = 0; i < count; i++) {
+        locus_device *d = NULL;
+        locus_device_info info;
+        locus_device_info_init(&info);
+        if (TEST_OK(locus_device_get(ctx, i, &d)) != LOCUS_SUCCESS ||
+            TEST_OK(locus_device_get_info(d, &info)) != LOCUS_SUCCESS)
+            continue;
+        if (d == dev || strcmp(info.backend, "cpu") != 0)
+            continue;
+        printf("also on %s\n", info.selector);
+        test_device(ctx, d);
+    }
+
+    locus_context_destroy(ctx);
+    printf("%s: %d failure(s)\n", argv[0], test_failures());
+    return test_exit_code();
+}

@@ -1,0 +1,132 @@
+/* Helpers shared by the GPU backend tests: a hermetic context, the lookup of
+ * a backend's report, and the checks every device of a module must pass.
+ * Public API only. */
+#ifndef LOCUS_GPU_TEST_H
+#define LOCUS_GPU_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <locus/locus.h>
+
+/* meson's convention for a skipped test. */
+#define GPU_TEST_SKIP 77
+
+static int gpu_test_failures;
+
+#define CHECK(condition, ...)                                                  \
+    do {                                                                       \
+        if (!(condition)) {                                                    \
+            gpu_test_failures++;                                               \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__,            \
+                    #condition);                                               \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+        }                                                                      \
+    } while (0)
+
+/* A context that loads only `backends`. LOCUS_* variables of the calling
+ * shell (LOCUS_DEVICE, LOCUS_STRICT, ...) are ignored so they cannot change
+ * the outcome; the module path, which meson sets for the test, is passed on
+ * as an option. */
+static locus_status gpu_test_context(const char *backends,
+                                     locus_context **context)
+{
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.backends = backends;
+    options.plugin_path = getenv("LOCUS_PLUGIN_PATH");
+    options.ignore_environment = 1;
+    locus_status status = locus_context_create(&options, context);
+    if (status != LOCUS_SUCCESS)
+        fprintf(stderr, "locus_context_create(backends=%s): %s: %s\n", backends,
+                locus_status_name(status), locus_last_error());
+    return status;
+}
+
+/* The report of backend `name`; nonzero when the context lists it. */
+static int gpu_test_backend(const locus_context *context, const char *name,
+                            locus_backend_info *out)
+{
+    size_t count = 0;
+    locus_status status = locus_backend_count(context, &count);
+    CHECK(status == LOCUS_SUCCESS, "locus_backend_count: %s",
+          locus_last_error());
+    for (size_t i = 0; i < count; i++) {
+        locus_backend_info info;
+        locus_backend_info_init(&info);
+        status = locus_backend_get(context, i, &info);
+        CHECK(status == LOCUS_SUCCESS, "locus_backend_get(%zu): %s", i,
+              locus_last_error());
+        if (status == LOCUS_SUCCESS && strcmp(info.name, name) == 0) {
+            *out = info;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Checks the info of every device of `backend` and returns how many there
+ * are. */
+static size_t gpu_test_devices(locus_context *context, const char *backend)
+{
+    size_t count = 0, found = 0;
+    locus_status status = locus_device_count(context, &count);
+    CHECK(status == LOCUS_SUCCESS, "locus_device_count: %s",
+          locus_last_error());
+    for (size_t i = 0; i < count; i++) {
+        locus_device *device = NULL;
+        locus_device_info info;
+        locus_device_info_init(&info);
+        status = locus_device_get(context, i, &device);
+        CHECK(status == LOCUS_SUCCESS && device != NULL,
+              "locus_device_get(%zu): %s", i, locus_last_error());
+        if (device == NULL)
+            continue;
+        status = locus_device_get_info(device, &info);
+        CHECK(status == LOCUS_SUCCESS, "locus_device_get_info(%zu): %s", i,
+              locus_last_error());
+        if (strcmp(info.backend, backend) != 0)
+            continue;
+        found++;
+        printf("%s: %s, %s, %s, %s, %d compute units, %llu bytes, "
+               "nearest nodes 0x%llx\n",
+               info.selector, info.name, info.vendor, info.version,
+               locus_device_kind_str(info.kind), info.compute_units,
+               (unsigned long long)info.memory_bytes,
+               (unsigned long long)info.nearest_numa_mask);
+
+        char selector[sizeof info.selector];
+        snprintf(selector, sizeof selector, "%s:%d", backend,
+                 info.index_in_backend);
+        CHECK(strcmp(info.selector, selector) == 0,
+              "selector \"%s\", expected \"%s\"", info.selector, selector);
+        CHECK(info.name[0] != '\0', "device %s has no name", info.selector);
+        CHECK(info.vendor[0] != '\0', "device %s has no vendor", info.selector);
+        CHECK(info.version[0] != '\0', "device %s has no version",
+              info.selector);
+        CHECK(info.compute_units > 0, "device %s: %d compute units",
+              info.selector, info.compute_units);
+        CHECK(info.memory_bytes > 0, "device %s: 0 bytes of memory",
+              info.selector);
+        CHECK(info.kind == LOCUS_DEVICE_CPU || info.kind == LOCUS_DEVICE_GPU ||
+                  info.kind == LOCUS_DEVICE_ACCELERATOR,
+              "device %s: kind %d", info.selector, (int)info.kind);
+        /* A CPU device runs on this machine's cores, so its nodes are
+         * always known. */
+        if (info.kind == LOCUS_DEVICE_CPU)
+            CHECK(info.nearest_numa_mask != 0,
+                  "CPU device %s has no nearest NUMA node", info.selector);
+
+        /* Its own selector finds it again. */
+        locus_device *again = NULL;
+        status = locus_device_find(context, info.selector, &again);
+        CHECK(status == LOCUS_SUCCESS && again == device,
+              "locus_device_find(\"%s\"): %s: %s", info.selector,
+              locus_status_name(status), locus_last_error());
+    }
+    return found;
+}
+
+#endif
