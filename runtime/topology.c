@@ -32,6 +32,20 @@ static locus_status open_topology(locus__topology *topology,
     } else {
         snprintf(topology->source, sizeof topology->source, "this machine");
     }
+    /* hwloc's GPU components would start the CUDA driver and every OpenCL
+     * platform just to name devices, which the backends do themselves; PCI
+     * locality is all the runtime needs from hwloc. */
+    static const char *const unwanted[] = {"opencl", "cuda",      "nvml",
+                                           "rsmi",   "levelzero", "gl"};
+    for (size_t i = 0; i < sizeof unwanted / sizeof unwanted[0]; i++)
+        /* EINVAL: this hwloc has no such component, so it cannot run. */
+        if (hwloc_topology_set_components(
+                topology->hwloc, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                unwanted[i]) != 0 &&
+            errno != EINVAL)
+            return locus__fail(LOCUS_ERROR_TOPOLOGY,
+                               "hwloc_topology_set_components(-%s): %s",
+                               unwanted[i], strerror(errno));
     /* PCI devices are kept so that GPUs can be placed near their node. */
     if (hwloc_topology_set_io_types_filter(
             topology->hwloc, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0)

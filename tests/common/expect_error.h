@@ -18,8 +18,8 @@ static inline int test__error(locus_status status, locus_status expected,
 {
     const char *detail = locus_last_error();
     if (status != expected) {
-        fprintf(stderr, "FAIL %s:%d: %s returned %s, expected %s (%s)\n",
-                file, line, call, locus_status_name(status),
+        fprintf(stderr, "FAIL %s:%d: %s returned %s, expected %s (%s)\n", file,
+                line, call, locus_status_name(status),
                 locus_status_name(expected), detail);
         ++*test__failure_count();
         return 0;

@@ -38,19 +38,19 @@ static void test_round_trip(locus_context *context)
 
     /* A partial write keeps the rest. */
     float patch[3] = {7, 8, 9};
-    TEST_OK(locus_buffer_write(buffer, 10 * sizeof(float), patch,
-                               sizeof patch));
+    TEST_OK(
+        locus_buffer_write(buffer, 10 * sizeof(float), patch, sizeof patch));
     TEST_OK(locus_buffer_read(buffer, 0, out, sizeof out));
     for (int i = 0; i < N; i++) {
         float want = i >= 10 && i < 13 ? patch[i - 10] : in[i];
-        if (!TEST_EXPECT(out[i] == want, "element %d is %g, want %g", i,
-                         out[i], want))
+        if (!TEST_EXPECT(out[i] == want, "element %d is %g, want %g", i, out[i],
+                         want))
             break;
     }
     /* Reads at an offset. */
     float tail[2];
-    TEST_OK(locus_buffer_read(buffer, (N - 2) * sizeof(float), tail,
-                              sizeof tail));
+    TEST_OK(
+        locus_buffer_read(buffer, (N - 2) * sizeof(float), tail, sizeof tail));
     TEST_EXPECT(tail[0] == in[N - 2] && tail[1] == in[N - 1],
                 "offset read got %g %g", tail[0], tail[1]);
 
@@ -85,8 +85,7 @@ static void test_wrap(locus_context *context)
         double sum = 0;
         TEST_OK(locus_reduce(context, NULL, &desc, buffer, &sum, NULL));
         TEST_EXPECT(fabs(sum - expected) <= 1e-6 * expected,
-                    "sum of wrapped memory %.9g, expected %.9g", sum,
-                    expected);
+                    "sum of wrapped memory %.9g, expected %.9g", sum, expected);
         float *host = NULL;
         TEST_OK(locus_buffer_map(buffer, LOCUS_MAP_READ, (void **)&host));
         TEST_EXPECT(host == memory, "a wrapped buffer maps to %p, not %p",

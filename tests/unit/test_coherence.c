@@ -16,8 +16,7 @@ static locus_device *cpu, *fake;
 static locus_buffer *buffer_of(const float *values, size_t count)
 {
     locus_buffer *buffer = NULL;
-    TEST_OK(locus_buffer_create(context, count * sizeof(float), NULL,
-                                &buffer));
+    TEST_OK(locus_buffer_create(context, count * sizeof(float), NULL, &buffer));
     if (buffer && values)
         TEST_OK(locus_buffer_write(buffer, 0, values, count * sizeof(float)));
     return buffer;
@@ -67,8 +66,8 @@ static void test_uploads_only_when_stale(void)
                 (unsigned long long)record.bytes_to_device);
     /* A host write makes the device copy stale. */
     values[3] += 10;
-    TEST_OK(locus_buffer_write(x, 3 * sizeof(float), &values[3],
-                               sizeof(float)));
+    TEST_OK(
+        locus_buffer_write(x, 3 * sizeof(float), &values[3], sizeof(float)));
     got = sum_on(fake, x, 100, &record);
     TEST_EXPECT(close_to(got, want + 10), "after a host write: %g, want %g",
                 got, want + 10);
@@ -186,8 +185,10 @@ static void test_device_out_of_memory_keeps_data(void)
                 "a failed device op changed the buffer");
     locus_record record;
     double got = sum_on(fake, x, 64, &record);
-    TEST_EXPECT(close_to(got, want), "after the failure the sum is %g, want "
-                "%g", got, want);
+    TEST_EXPECT(close_to(got, want),
+                "after the failure the sum is %g, want "
+                "%g",
+                got, want);
     locus_buffer_destroy(x);
 }
 

@@ -21,9 +21,8 @@ static locus_status create_with(const char *name, const char *value,
     return status;
 }
 
-static const locus_setting *find_setting(locus_context *context,
-                                         const char *name,
-                                         locus_setting *setting)
+static const locus_setting *
+find_setting(locus_context *context, const char *name, locus_setting *setting)
 {
     size_t count = 0;
     TEST_OK(locus_setting_count(context, &count));
@@ -66,8 +65,7 @@ static void expect_bad(const char *name, const char *value,
     char quoted[256];
     snprintf(quoted, sizeof quoted, "'%s'", value);
     TEST_ERROR(create_with(name, value, &context), expected, quoted);
-    TEST_EXPECT(context == NULL, "%s='%s' left a context behind", name,
-                value);
+    TEST_EXPECT(context == NULL, "%s='%s' left a context behind", name, value);
     TEST_EXPECT(strstr(locus_last_error(), name) != NULL ||
                     expected != LOCUS_ERROR_BAD_ENVIRONMENT,
                 "message '%s' does not name %s", locus_last_error(), name);
@@ -82,9 +80,9 @@ static void test_device_variable(void)
     expect_good("LOCUS_DEVICE", "opencl:gpu,opencl:cpu,opencl:0,opencl",
                 "opencl:gpu,opencl:cpu,opencl:0,opencl");
     static const char *const bad[] = {
-        "gpu",       "cuda:",     "cuda:x",  "cpu:numa=", "cpu:numa=-1",
-        ",",         "cpu,,cuda", "cuda:-1", "opencl:fpga", "cpu:1",
-        "CPU",       "cuda:1x",   "auto,",
+        "gpu", "cuda:",     "cuda:x",  "cpu:numa=",   "cpu:numa=-1",
+        ",",   "cpu,,cuda", "cuda:-1", "opencl:fpga", "cpu:1",
+        "CPU", "cuda:1x",   "auto,",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_bad("LOCUS_DEVICE", bad[i], LOCUS_ERROR_BAD_ENVIRONMENT);
@@ -93,8 +91,7 @@ static void test_device_variable(void)
 static void test_selector_grammar(void)
 {
     locus__selector_list list;
-    TEST_OK(locus__parse_selector_list("cuda:3,cpu:numa=12,opencl:gpu",
-                                       &list));
+    TEST_OK(locus__parse_selector_list("cuda:3,cpu:numa=12,opencl:gpu", &list));
     TEST_EXPECT(list.count == 3, "%zu items", list.count);
     TEST_EXPECT(list.items[0].kind == LOCUS__SELECT_CUDA &&
                     list.items[0].index == 3,
@@ -163,8 +160,7 @@ static void test_other_variables(void)
     expect_bad("LOCUS_RECORD", "/nonexistent-dir/record.jsonl",
                LOCUS_ERROR_BAD_ENVIRONMENT);
 
-    expect_good("LOCUS_TOPOLOGY", "synthetic:node:2 core:2 pu:1",
-                "synthetic");
+    expect_good("LOCUS_TOPOLOGY", "synthetic:node:2 core:2 pu:1", "synthetic");
     expect_bad("LOCUS_TOPOLOGY", "synthetic:", LOCUS_ERROR_BAD_ENVIRONMENT);
     expect_bad("LOCUS_TOPOLOGY", "synthetic:banana", LOCUS_ERROR_TOPOLOGY);
     expect_bad("LOCUS_TOPOLOGY", "/nonexistent/topology.xml",
@@ -211,8 +207,8 @@ static void test_options_override_environment(void)
     if (TEST_OK(locus_context_create(&options, &context)) == LOCUS_SUCCESS) {
         locus_setting setting;
         if (find_setting(context, "LOCUS_DEVICE", &setting))
-            TEST_EXPECT(strcmp(setting.source, "option") == 0,
-                        "source '%s'", setting.source);
+            TEST_EXPECT(strcmp(setting.source, "option") == 0, "source '%s'",
+                        setting.source);
         locus_context_destroy(context);
     }
     /* ignore_environment: the bad variable is not read at all. */
@@ -252,9 +248,9 @@ int main(void)
 {
     /* The test sets what it needs; inherited values would confuse it. */
     static const char *const names[] = {
-        "LOCUS_DEVICE",   "LOCUS_BACKENDS",    "LOCUS_THREADS",
-        "LOCUS_NUMA",     "LOCUS_STRICT",      "LOCUS_LOG",
-        "LOCUS_RECORD",   "LOCUS_TOPOLOGY",    "LOCUS_PLUGIN_PATH",
+        "LOCUS_DEVICE",  "LOCUS_BACKENDS", "LOCUS_THREADS",
+        "LOCUS_NUMA",    "LOCUS_STRICT",   "LOCUS_LOG",
+        "LOCUS_RECORD",  "LOCUS_TOPOLOGY", "LOCUS_PLUGIN_PATH",
         "LOCUS_CPU_ISA",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -46,8 +46,8 @@ static void test_context_and_queries(void)
     TEST_ERROR(locus_device_get_info(NULL, &info), LOCUS_ERROR_NULL_ARGUMENT,
                "device");
     memset(&info, 0, sizeof info);
-    TEST_ERROR(locus_device_get_info(cpu, &info),
-               LOCUS_ERROR_INVALID_ARGUMENT, "struct_size");
+    TEST_ERROR(locus_device_get_info(cpu, &info), LOCUS_ERROR_INVALID_ARGUMENT,
+               "struct_size");
     memset(&node, 0, sizeof node);
     TEST_ERROR(locus_numa_node_get(context, 0, &node),
                LOCUS_ERROR_INVALID_ARGUMENT, "struct_size");
@@ -108,10 +108,10 @@ static void test_buffers(void)
                LOCUS_ERROR_BUFFER_TOO_SMALL, NULL);
     TEST_ERROR(locus_buffer_read(buffer, 0, out, 32),
                LOCUS_ERROR_BUFFER_TOO_SMALL, "32 bytes");
-    TEST_ERROR(locus_buffer_read(buffer, 0, NULL, 4),
-               LOCUS_ERROR_NULL_ARGUMENT, "destination");
-    TEST_ERROR(locus_buffer_write(NULL, 0, data, 4),
-               LOCUS_ERROR_NULL_ARGUMENT, "buffer");
+    TEST_ERROR(locus_buffer_read(buffer, 0, NULL, 4), LOCUS_ERROR_NULL_ARGUMENT,
+               "destination");
+    TEST_ERROR(locus_buffer_write(NULL, 0, data, 4), LOCUS_ERROR_NULL_ARGUMENT,
+               "buffer");
     void *host;
     TEST_ERROR(locus_buffer_map(buffer, (locus_map_mode)0, &host),
                LOCUS_ERROR_INVALID_ARGUMENT, "map mode 0");
@@ -271,8 +271,7 @@ static void test_conv2d(void)
     desc.kernel_width = 3;
     size_t oh, ow;
     TEST_OK(locus_conv2d_output_shape(&desc, &oh, &ow));
-    TEST_EXPECT(oh == 3 && ow == 4, "output %zu x %zu, expected 3 x 4", oh,
-                ow);
+    TEST_EXPECT(oh == 3 && ow == 4, "output %zu x %zu, expected 3 x 4", oh, ow);
     locus_buffer *input = make_buffer(2 * 5 * 6 * 4);
     locus_buffer *filter = make_buffer(3 * 2 * 3 * 3 * 4);
     locus_buffer *output = make_buffer(3 * 3 * 4 * 4);

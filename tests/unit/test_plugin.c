@@ -55,8 +55,7 @@ static void expect_absent(const char *backends, const char *path,
     TEST_EXPECT(available == 0, "%s is %s with plugin path %s", name,
                 available == 1 ? "available" : "missing", path);
     TEST_EXPECT(strstr(reason, fragment) != NULL,
-                "%s reason '%s' does not mention '%s'", name, reason,
-                fragment);
+                "%s reason '%s' does not mention '%s'", name, reason, fragment);
 }
 
 int main(int argc, char **argv)
@@ -78,9 +77,9 @@ int main(int argc, char **argv)
     char expected[64];
     snprintf(expected, sizeof expected, "ABI version %u, this runtime needs %u",
              LOCUS_BACKEND_ABI_VERSION + 1, LOCUS_BACKEND_ABI_VERSION);
-    expect_absent("cpu,cuda", module_dir(argv[1], "wrong_abi", path,
-                                         sizeof path),
-                  "cuda", expected);
+    expect_absent("cpu,cuda",
+                  module_dir(argv[1], "wrong_abi", path, sizeof path), "cuda",
+                  expected);
     expect_absent("cpu,cuda",
                   module_dir(argv[1], "no_entry", path, sizeof path), "cuda",
                   "no locus_backend_entry");
@@ -95,8 +94,8 @@ int main(int argc, char **argv)
     snprintf(list, sizeof list, "/nonexistent:%s/fake_device:%s/wrong_abi",
              argv[1], argv[1]);
     char reason[256];
-    TEST_EXPECT(backend_reason("cpu,cuda", list, "cuda", reason,
-                               sizeof reason) == 1,
-                "fake module not loaded from a list: %s", reason);
+    TEST_EXPECT(
+        backend_reason("cpu,cuda", list, "cuda", reason, sizeof reason) == 1,
+        "fake module not loaded from a list: %s", reason);
     return test_exit_code();
 }

@@ -33,10 +33,9 @@ static void test_messages_are_distinct(void)
                         "%s repeats a value", name);
         }
     }
-    TEST_EXPECT(strcmp(locus_status_str((locus_status)12345),
-                       "unknown status") == 0,
-                "an unknown status is '%s'",
-                locus_status_str((locus_status)12345));
+    TEST_EXPECT(
+        strcmp(locus_status_str((locus_status)12345), "unknown status") == 0,
+        "an unknown status is '%s'", locus_status_str((locus_status)12345));
     TEST_EXPECT(strcmp(locus_status_name((locus_status)-999),
                        "LOCUS_STATUS_UNKNOWN") == 0,
                 "an unknown status is named '%s'",
@@ -60,8 +59,7 @@ static void test_detail_is_per_thread(void)
     char before[256];
     snprintf(before, sizeof before, "%s", locus_last_error());
     pthread_t thread;
-    TEST_EXPECT(pthread_create(&thread, NULL, fail_on_other_thread, NULL) ==
-                    0,
+    TEST_EXPECT(pthread_create(&thread, NULL, fail_on_other_thread, NULL) == 0,
                 "pthread_create");
     pthread_join(thread, NULL);
     TEST_EXPECT(strcmp(before, locus_last_error()) == 0,
@@ -69,8 +67,7 @@ static void test_detail_is_per_thread(void)
                 "'%s'",
                 locus_last_error());
     TEST_EXPECT(strstr(before, locus_status_str(LOCUS_ERROR_NULL_ARGUMENT)),
-                "detail '%s' does not start with the status message",
-                before);
+                "detail '%s' does not start with the status message", before);
 }
 
 static void test_success_clears_detail(void)

@@ -55,13 +55,11 @@ static locus_status alloc(void *state, size_t device, size_t bytes,
     const char *fail = getenv("LOCUS_TEST_FAKE_ALLOC_FAILS");
     if (fail && fail[0] == '1')
         return fake->services->fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
-                                    "fake device cannot hold %zu bytes",
-                                    bytes);
+                                    "fake device cannot hold %zu bytes", bytes);
     *memory = malloc(bytes);
     if (!*memory)
         return fake->services->fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
-                                    "fake device cannot hold %zu bytes",
-                                    bytes);
+                                    "fake device cannot hold %zu bytes", bytes);
     /* Poison: a copy used before an upload shows up as NaN. */
     memset(*memory, 0xff, bytes);
     return LOCUS_SUCCESS;
@@ -74,8 +72,7 @@ static void release(void *state, size_t device, void *memory)
 }
 
 static locus_status upload(void *state, size_t device, void *memory,
-                           const void *host, size_t bytes,
-                           locus_op_context *op)
+                           const void *host, size_t bytes, locus_op_context *op)
 {
     (void)state, (void)device;
     memcpy(memory, host, bytes);
@@ -115,9 +112,9 @@ static locus_status reduce(void *state, size_t device,
     return LOCUS_SUCCESS;
 }
 
-static locus_status gemm(void *state, size_t device,
-                         const locus_gemm_desc *d, const void *a,
-                         const void *b, void *c, locus_op_context *op)
+static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
+                         const void *a, const void *b, void *c,
+                         locus_op_context *op)
 {
     (void)state, (void)device;
     const float *A = a, *B = b;

@@ -2,13 +2,11 @@
  * both versions, and call nothing in it. */
 #include <locus/backend.h>
 
-static locus_status never_called(const locus_services *services,
-                                 void *runtime, void **state,
-                                 size_t *device_count, char *reason,
-                                 size_t reason_size)
+static locus_status never_called(const locus_services *services, void *runtime,
+                                 void **state, size_t *device_count,
+                                 char *reason, size_t reason_size)
 {
-    (void)services, (void)runtime, (void)state, (void)reason,
-        (void)reason_size;
+    (void)services, (void)runtime, (void)state, (void)reason, (void)reason_size;
     *device_count = 1;
     __builtin_trap();
 }

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs what Locus needs, builds it, installs it under PREFIX (default
+# ~/.local) and runs the main job: `locus info` and a checked gemm benchmark
+# on the default device selection (LOCUS_DEVICE, else auto).
+set -eu
+cd "$(dirname "$0")"
+prefix="${PREFIX:-$HOME/.local}"
+scripts/install-deps.sh
+[ -x /usr/local/cuda/bin/nvcc ] && PATH="/usr/local/cuda/bin:$PATH"
+if [ ! -f build/build.ninja ]; then
+    meson setup build --prefix "$prefix" -Dbuildtype=release
+else
+    meson configure build --prefix "$prefix" >/dev/null
+fi
+meson compile -C build
+meson install -C build --quiet
+"$prefix/bin/locus" info
+"$prefix/bin/locus" bench gemm --size 256,512,1024

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs the Debian/Ubuntu packages Locus builds and tests with. The CUDA
+# toolkit is not among them: where /usr/local/cuda/bin/nvcc exists, the CUDA
+# module is built as well.
+set -eu
+packages="build-essential meson ninja-build pkg-config python3
+  libhwloc-dev hwloc libnuma-dev numactl
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  clang-format"
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+echo "installing:$missing" >&2
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
