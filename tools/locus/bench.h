@@ -1,0 +1,146 @@
+/* `locus bench`: what the command line asks for (bench.c parses it and
+ * reports) and how one op at one size is measured (bench_ops.c). */
+#ifndef LOCUS_TOOL_BENCH_H
+#define LOCUS_TOOL_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <locus/locus.h>
+
+#include "random.h"
+
+typedef enum bench_op {
+    BENCH_REDUCE,
+    BENCH_GEMM,
+    BENCH_CONV,
+} bench_op;
+
+/* A convolution layer: NCHW input, K filters of R x S, square stride and
+ * padding, and the output height and width (P, Q) they give. */
+typedef struct bench_conv_shape {
+    size_t batch, channels, height, width;
+    size_t filters, kernel_height, kernel_width;
+    size_t stride, pad;
+    size_t out_height, out_width;
+} bench_conv_shape;
+
+/* One size of one op, as parsed from --size. */
+typedef struct bench_shape {
+    bench_op op;
+    union {
+        struct {
+            size_t count;
+        } reduce;
+        struct {
+            size_t m, n, k;
+        } gemm;
+        bench_conv_shape conv;
+    } u;
+} bench_shape;
+
+typedef struct bench_settings {
+    int repeat; /* timed runs after the warm-up */
+    locus_math_mode math;
+    locus_conv_algorithm conv_algorithm;
+} bench_settings;
+
+/* Above either limit the reference is checked on a random sample of
+ * output entries: a full float64 reference would cost more than the
+ * benchmark itself (m n k multiply-adds), or too much memory. */
+#define BENCH_FULL_CHECK_MAX_MACS ((uint64_t)1 << 30)
+#define BENCH_FULL_CHECK_MAX_OUTPUTS ((size_t)1 << 22)
+#define BENCH_SAMPLED_ENTRIES 256
+
+#define BENCH_MAX_DIMS 12
+
+typedef struct bench_result {
+    const char *op; /* "reduce", "gemm", "conv2d", as in records */
+    char device[32];
+    char shape[96]; /* as --size spells it, so it can be fed back */
+    const char *dim_names[BENCH_MAX_DIMS];
+    size_t dim_values[BENCH_MAX_DIMS];
+    size_t dim_count;
+
+    locus_record record; /* of the last timed run */
+    int repeat;
+    double best_seconds;
+    double median_seconds;
+    double flops;   /* counted by us: 2mnk, 2NKPQCRS, n */
+    uint64_t bytes; /* the fewest bytes the op must move */
+    double max_rel_err;
+    double tolerance;
+    bool sampled; /* checked on BENCH_SAMPLED_ENTRIES entries */
+    size_t checked_entries;
+    size_t output_entries;
+    bool passed;
+
+    /* On failure: which step failed, and locus_last_error() copied at once,
+     * before cleanup calls replace it. */
+    char failed_step[128];
+    char error[512];
+} bench_result;
+
+#define MAX_SIZE_ARGUMENTS 64
+#define MAX_SHAPES 256
+#define MAX_DEVICE_SELECTORS 16
+
+/* What the command line asks for. */
+typedef struct bench_request {
+    bench_op op;
+    const char *op_word;
+    const char *sizes[MAX_SIZE_ARGUMENTS];
+    size_t size_count;
+    const char *selectors[MAX_DEVICE_SELECTORS];
+    size_t selector_count;
+    bench_settings settings;
+    bool algorithm_given;
+    bool math_given;
+    bool seed_given;
+    uint64_t seed;
+    bool json;
+    bench_shape shapes[MAX_SHAPES];
+    size_t shape_count;
+    char size_problem[160]; /* why a --size value was refused */
+} bench_request;
+
+/* A run that produced no result: unsupported, or failed. */
+typedef struct bench_skip {
+    const char *op;
+    char device[32];
+    char shape[96];
+    locus_status status;
+    char reason[512];
+} bench_skip;
+
+typedef struct bench_outcome {
+    bench_result *results;
+    size_t result_count;
+    bench_skip *skips;
+    size_t skip_count;
+    bool any_failure; /* a Locus call failed, or a check did */
+} bench_outcome;
+
+/* The results as a table for people, or as JSON (bench_report.c). */
+void bench_print_table(const bench_request *request,
+                       const bench_outcome *outcome);
+void bench_print_json(const bench_request *request,
+                      const bench_outcome *outcome);
+
+/* The op's name in records and reports. */
+const char *bench_op_name(bench_op op);
+/* Fills result->shape, dims, flops and bytes; no Locus call. */
+void bench_describe(const bench_shape *shape, bench_result *result);
+/* Checks that every buffer size fits a size_t; false when one overflows. */
+bool bench_shape_fits(const bench_shape *shape);
+
+/* Runs one op at one size on one device: fresh random inputs, a float64
+ * reference, one warm-up, settings->repeat timed runs, the check. On
+ * failure returns the status with failed_step and error filled in;
+ * LOCUS_ERROR_NOT_SUPPORTED means the device does not offer the op. */
+locus_status bench_run(locus_context *context, locus_device *device,
+                       const bench_settings *settings, const bench_shape *shape,
+                       random_state *random, bench_result *result);
+
+#endif

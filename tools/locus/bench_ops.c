@@ -1,0 +1,675 @@
+#include "bench.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format.h"
+#include "progress.h"
+#include "reference.h"
+#include "table.h"
+
+const char *bench_op_name(bench_op op)
+{
+    switch (op) {
+    case BENCH_REDUCE:
+        return "reduce";
+    case BENCH_GEMM:
+        return "gemm";
+    case BENCH_CONV:
+        return "conv2d";
+    }
+    return "unknown";
+}
+
+static void add_dim(bench_result *result, const char *name, size_t value)
+{
+    if (result->dim_count < BENCH_MAX_DIMS) {
+        result->dim_names[result->dim_count] = name;
+        result->dim_values[result->dim_count] = value;
+        result->dim_count++;
+    }
+}
+
+void bench_describe(const bench_shape *shape, bench_result *result)
+{
+    result->op = bench_op_name(shape->op);
+    result->dim_count = 0;
+    switch (shape->op) {
+    case BENCH_REDUCE: {
+        size_t count = shape->u.reduce.count;
+        snprintf(result->shape, sizeof(result->shape), "%zu", count);
+        add_dim(result, "count", count);
+        result->flops = (double)count;
+        result->bytes = (uint64_t)count * sizeof(float);
+        result->output_entries = 1;
+        break;
+    }
+    case BENCH_GEMM: {
+        size_t m = shape->u.gemm.m, n = shape->u.gemm.n, k = shape->u.gemm.k;
+        snprintf(result->shape, sizeof(result->shape), "%zux%zux%zu", m, n, k);
+        add_dim(result, "m", m);
+        add_dim(result, "n", n);
+        add_dim(result, "k", k);
+        result->flops = 2.0 * (double)m * (double)n * (double)k;
+        /* With beta = 0, C is only written. */
+        result->bytes = ((uint64_t)m * k + (uint64_t)k * n + (uint64_t)m * n) *
+                        sizeof(float);
+        result->output_entries = m * n;
+        break;
+    }
+    case BENCH_CONV: {
+        const bench_conv_shape *conv = &shape->u.conv;
+        snprintf(result->shape, sizeof(result->shape),
+                 "%zu,%zu,%zu,%zu,%zu,%zu,%zu,%zu,%zu", conv->batch,
+                 conv->channels, conv->height, conv->width, conv->filters,
+                 conv->kernel_height, conv->kernel_width, conv->stride,
+                 conv->pad);
+        add_dim(result, "batch", conv->batch);
+        add_dim(result, "in_channels", conv->channels);
+        add_dim(result, "in_height", conv->height);
+        add_dim(result, "in_width", conv->width);
+        add_dim(result, "out_channels", conv->filters);
+        add_dim(result, "kernel_height", conv->kernel_height);
+        add_dim(result, "kernel_width", conv->kernel_width);
+        add_dim(result, "stride", conv->stride);
+        add_dim(result, "pad", conv->pad);
+        add_dim(result, "out_height", conv->out_height);
+        add_dim(result, "out_width", conv->out_width);
+        double outputs = (double)conv->batch * (double)conv->filters *
+                         (double)conv->out_height * (double)conv->out_width;
+        result->flops = 2.0 * outputs * (double)conv->channels *
+                        (double)conv->kernel_height *
+                        (double)conv->kernel_width;
+        uint64_t input =
+            (uint64_t)conv->batch * conv->channels * conv->height * conv->width;
+        uint64_t filter = (uint64_t)conv->filters * conv->channels *
+                          conv->kernel_height * conv->kernel_width;
+        result->bytes = (input + filter + (uint64_t)outputs) * sizeof(float);
+        result->output_entries = (size_t)outputs;
+        break;
+    }
+    }
+}
+
+/* a * b * c * sizeof(float) without wrapping. */
+static bool float_bytes_fit(size_t a, size_t b, size_t c, size_t d)
+{
+    size_t total = sizeof(float);
+    size_t factors[4] = {a, b, c, d};
+    for (int i = 0; i < 4; ++i) {
+        if (factors[i] != 0 && total > SIZE_MAX / factors[i]) {
+            return false;
+        }
+        total *= factors[i];
+    }
+    return true;
+}
+
+bool bench_shape_fits(const bench_shape *shape)
+{
+    switch (shape->op) {
+    case BENCH_REDUCE:
+        return float_bytes_fit(shape->u.reduce.count, 1, 1, 1);
+    case BENCH_GEMM: {
+        size_t m = shape->u.gemm.m, n = shape->u.gemm.n, k = shape->u.gemm.k;
+        return float_bytes_fit(m, k, 1, 1) && float_bytes_fit(k, n, 1, 1) &&
+               float_bytes_fit(m, n, 1, 1);
+    }
+    case BENCH_CONV: {
+        const bench_conv_shape *conv = &shape->u.conv;
+        return float_bytes_fit(conv->batch * conv->channels, conv->height,
+                               conv->width, 1) &&
+               float_bytes_fit(conv->batch, conv->channels, 1, 1) &&
+               float_bytes_fit(conv->filters, conv->channels,
+                               conv->kernel_height, conv->kernel_width) &&
+               float_bytes_fit(conv->filters, conv->channels, 1, 1) &&
+               float_bytes_fit(conv->batch, conv->filters, 1, 1) &&
+               float_bytes_fit(conv->batch * conv->filters, conv->out_height,
+                               conv->out_width, 1);
+    }
+    }
+    return false;
+}
+
+/* Copies locus_last_error() at once: the cleanup calls that follow a
+ * failure would replace it. */
+static locus_status fail_step(bench_result *result, locus_status status,
+                              const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static locus_status fail_step(bench_result *result, locus_status status,
+                              const char *format, ...)
+{
+    const char *detail = locus_last_error();
+    if (detail == NULL || detail[0] == '\0') {
+        detail = locus_status_str(status);
+    }
+    snprintf(result->error, sizeof(result->error), "%s", detail);
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(result->failed_step, sizeof(result->failed_step), format,
+              arguments);
+    va_end(arguments);
+    return status;
+}
+
+static double seconds_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+static int compare_doubles(const void *left, const void *right)
+{
+    double a = *(const double *)left, b = *(const double *)right;
+    return (a > b) - (a < b);
+}
+
+/* Rounding of the inputs under a math mode: TF32 keeps 10 mantissa bits,
+ * 3xTF32 about 21. Accumulation is float32 in every mode. */
+static double input_unit_roundoff(locus_math_mode math)
+{
+    switch (math) {
+    case LOCUS_MATH_TF32:
+        return ldexp(1.0, -11);
+    case LOCUS_MATH_3XTF32:
+        return ldexp(1.0, -21);
+    case LOCUS_MATH_FP32:
+        break;
+    }
+    return ldexp(1.0, -24);
+}
+
+/* Errors relative to the magnitude of the terms. Rounding the inputs costs
+ * a few units of their roundoff; float32 accumulation of `terms` values
+ * grows like sqrt(terms) for any sensible order (the worst case, linear,
+ * is not seen on random data). The factor 4 leaves room for both; a wrong
+ * index or a missing block gives errors of order one. */
+static double tolerance_for(size_t terms, locus_math_mode math)
+{
+    return 4.0 * input_unit_roundoff(math) +
+           4.0 * sqrt((double)terms) * ldexp(1.0, -24);
+}
+
+/* One call of the op under test; fills record. */
+typedef locus_status (*op_call)(void *state, locus_record *record);
+
+/* The warm-up pays for first-use costs the timed runs should not see:
+ * device copies of the inputs, kernel compilation, calibration. It also
+ * finds out early whether the device offers the op at all, before the
+ * reference is paid for. */
+static locus_status warm_up(op_call call, void *state, const char *label,
+                            bench_result *result)
+{
+    progress_show("%s: warm-up", label);
+    locus_record_init(&result->record);
+    locus_status status = call(state, &result->record);
+    if (status != LOCUS_SUCCESS) {
+        fail_step(result, status, "%s", label);
+    }
+    return status;
+}
+
+static locus_status time_runs(op_call call, void *state, const char *label,
+                              const bench_settings *settings,
+                              bench_result *result)
+{
+    double *times = xmalloc((size_t)settings->repeat * sizeof(double));
+    locus_status status = LOCUS_SUCCESS;
+    for (int run = 0; run < settings->repeat; ++run) {
+        progress_show("%s: run %d of %d", label, run + 1, settings->repeat);
+        locus_record_init(&result->record);
+        double start = seconds_now();
+        status = call(state, &result->record);
+        times[run] = seconds_now() - start;
+        if (status != LOCUS_SUCCESS) {
+            fail_step(result, status, "%s", label);
+            goto free_times;
+        }
+    }
+    qsort(times, (size_t)settings->repeat, sizeof(double), compare_doubles);
+    result->repeat = settings->repeat;
+    result->best_seconds = times[0];
+    size_t middle = (size_t)settings->repeat / 2;
+    result->median_seconds = settings->repeat % 2 != 0
+                                 ? times[middle]
+                                 : 0.5 * (times[middle - 1] + times[middle]);
+free_times:
+    free(times);
+    return status;
+}
+
+/* The expected values of the entries the check looks at: all of them, or
+ * a random sample where a full reference would cost too much. */
+typedef struct output_check {
+    size_t count;
+    size_t *positions; /* flat output indices; NULL: entries 0 .. count-1 */
+    double *expected;
+    double *magnitude;
+} output_check;
+
+static void output_check_init(output_check *check, size_t outputs,
+                              double multiply_adds, random_state *random)
+{
+    memset(check, 0, sizeof(*check));
+    bool full = outputs <= BENCH_FULL_CHECK_MAX_OUTPUTS &&
+                multiply_adds <= (double)BENCH_FULL_CHECK_MAX_MACS;
+    check->count = full ? outputs : BENCH_SAMPLED_ENTRIES;
+    check->expected = xmalloc(check->count * sizeof(double));
+    check->magnitude = xmalloc(check->count * sizeof(double));
+    if (!full) {
+        check->positions = xmalloc(check->count * sizeof(size_t));
+        for (size_t i = 0; i < check->count; ++i) {
+            check->positions[i] = random_below(random, outputs);
+        }
+    }
+}
+
+static size_t output_check_position(const output_check *check, size_t i)
+{
+    return check->positions != NULL ? check->positions[i] : i;
+}
+
+static void output_check_free(output_check *check)
+{
+    free(check->positions);
+    free(check->expected);
+    free(check->magnitude);
+}
+
+/* Maps the output, compares every checked entry, fills the result. */
+static locus_status output_check_compare(const output_check *check,
+                                         locus_buffer *output,
+                                         bench_result *result)
+{
+    void *host = NULL;
+    locus_status status = locus_buffer_map(output, LOCUS_MAP_READ, &host);
+    if (status != LOCUS_SUCCESS) {
+        return fail_step(result, status, "reading the %s output of %s",
+                         result->op, result->shape);
+    }
+    const float *values = host;
+    double worst = 0.0;
+    for (size_t i = 0; i < check->count; ++i) {
+        double error = reference_relative_error(
+            (double)values[output_check_position(check, i)], check->expected[i],
+            check->magnitude[i]);
+        if (!(error <= worst)) {
+            worst = error; /* also catches infinity from NaN outputs */
+        }
+    }
+    status = locus_buffer_unmap(output);
+    if (status != LOCUS_SUCCESS) {
+        return fail_step(result, status, "unmapping the output of %s",
+                         result->shape);
+    }
+    result->max_rel_err = worst;
+    result->checked_entries = check->count;
+    result->sampled = check->positions != NULL;
+    return LOCUS_SUCCESS;
+}
+
+/* Allocates a buffer of count floats and maps it for writing. */
+static locus_status create_mapped(locus_context *context, size_t count,
+                                  const char *what, bench_result *result,
+                                  locus_buffer **buffer, float **host)
+{
+    char size_text[32];
+    format_bytes((uint64_t)count * sizeof(float), size_text, sizeof(size_text));
+    locus_status status =
+        locus_buffer_create(context, count * sizeof(float), NULL, buffer);
+    if (status != LOCUS_SUCCESS) {
+        return fail_step(result, status, "allocating the %s %s", size_text,
+                         what);
+    }
+    void *memory = NULL;
+    status = locus_buffer_map(*buffer, LOCUS_MAP_WRITE, &memory);
+    if (status != LOCUS_SUCCESS) {
+        locus_buffer_destroy(*buffer);
+        *buffer = NULL;
+        return fail_step(result, status, "mapping the %s", what);
+    }
+    *host = memory;
+    return LOCUS_SUCCESS;
+}
+
+static locus_status unmap(locus_buffer *buffer, const char *what,
+                          bench_result *result)
+{
+    locus_status status = locus_buffer_unmap(buffer);
+    if (status != LOCUS_SUCCESS) {
+        return fail_step(result, status, "unmapping the %s", what);
+    }
+    return LOCUS_SUCCESS;
+}
+
+/* An output full of NaN: an element the kernel never writes fails the
+ * check instead of passing with stale or zero memory. */
+static locus_status create_poisoned_output(locus_context *context, size_t count,
+                                           bench_result *result,
+                                           locus_buffer **buffer)
+{
+    float *host = NULL;
+    locus_status status =
+        create_mapped(context, count, "output", result, buffer, &host);
+    if (status != LOCUS_SUCCESS) {
+        return status;
+    }
+    for (size_t i = 0; i < count; ++i) {
+        host[i] = NAN;
+    }
+    status = unmap(*buffer, "output", result);
+    if (status != LOCUS_SUCCESS) {
+        locus_buffer_destroy(*buffer);
+        *buffer = NULL;
+    }
+    return status;
+}
+
+typedef struct op_state {
+    locus_context *context;
+    locus_device *device;
+    locus_reduce_desc reduce;
+    locus_gemm_desc gemm;
+    locus_conv2d_desc conv;
+    locus_buffer *inputs[2];
+    locus_buffer *output;
+    double reduce_result;
+} op_state;
+
+static locus_status call_reduce(void *state, locus_record *record)
+{
+    op_state *op = state;
+    op->reduce_result = NAN;
+    return locus_reduce(op->context, op->device, &op->reduce, op->inputs[0],
+                        &op->reduce_result, record);
+}
+
+static locus_status call_gemm(void *state, locus_record *record)
+{
+    op_state *op = state;
+    return locus_gemm(op->context, op->device, &op->gemm, op->inputs[0],
+                      op->inputs[1], op->output, record);
+}
+
+static locus_status call_conv(void *state, locus_record *record)
+{
+    op_state *op = state;
+    return locus_conv2d(op->context, op->device, &op->conv, op->inputs[0],
+                        op->inputs[1], op->output, record);
+}
+
+static locus_status run_reduce(op_state *op, const bench_settings *settings,
+                               const bench_shape *shape, random_state *random,
+                               const char *label, bench_result *result)
+{
+    size_t count = shape->u.reduce.count;
+    float *x = NULL;
+    locus_status status =
+        create_mapped(op->context, count, "input", result, &op->inputs[0], &x);
+    if (status != LOCUS_SUCCESS) {
+        return status;
+    }
+    random_fill(random, x, count);
+    double expected = 0.0, magnitude = 0.0;
+    reference_sum(x, count, &expected, &magnitude);
+    status = unmap(op->inputs[0], "input", result);
+    if (status != LOCUS_SUCCESS) {
+        return status;
+    }
+    locus_reduce_desc_init(&op->reduce);
+    op->reduce.dtype = LOCUS_DTYPE_F32;
+    op->reduce.op = LOCUS_REDUCE_SUM;
+    op->reduce.count = count;
+    status = warm_up(call_reduce, op, label, result);
+    if (status != LOCUS_SUCCESS) {
+        return status;
+    }
+    status = time_runs(call_reduce, op, label, settings, result);
+    if (status != LOCUS_SUCCESS) {
+        return status;
+    }
+    result->max_rel_err =
+        reference_relative_error(op->reduce_result, expected, magnitude);
+    result->checked_entries = 1;
+    result->tolerance = tolerance_for(count, LOCUS_MATH_FP32);
+    return LOCUS_SUCCESS;
+}
+
+/* The float64 reference of the checked entries, from the two inputs. */
+typedef void (*reference_fn)(const op_state *op, const float *first,
+                             const float *second, output_check *check);
+
+static void gemm_reference(const op_state *op, const float *a, const float *b,
+                           output_check *check)
+{
+    size_t m = op->gemm.m, n = op->gemm.n, k = op->gemm.k;
+    if (check->positions == NULL) {
+        reference_gemm(a, b, m, n, k, check->expected, check->magnitude);
+        return;
+    }
+    for (size_t i = 0; i < check->count; ++i) {
+        size_t position = check->positions[i];
+        reference_gemm_entry(a, b, n, k, position / n, position % n,
+                             &check->expected[i], &check->magnitude[i]);
+    }
+}
+
+static void conv_reference(const op_state *op, const float *input,
+                           const float *filter, output_check *check)
+{
+    /* From the descriptor by hand, not locus_conv2d_output_shape: the
+     * reference must not share what it checks. */
+    const locus_conv2d_desc *desc = &op->conv;
+    size_t out_height =
+        (desc->in_height + 2 * desc->pad_h - desc->kernel_height) /
+            desc->stride_h +
+        1;
+    size_t out_width = (desc->in_width + 2 * desc->pad_w - desc->kernel_width) /
+                           desc->stride_w +
+                       1;
+    for (size_t i = 0; i < check->count; ++i) {
+        reference_conv2d_entry(input, filter, &op->conv, out_height, out_width,
+                               output_check_position(check, i),
+                               &check->expected[i], &check->magnitude[i]);
+    }
+}
+
+/* Maps both inputs for reading and computes the reference from them. */
+static locus_status compute_reference(op_state *op, reference_fn reference,
+                                      const char *const names[2],
+                                      const char *label, output_check *check,
+                                      bench_result *result)
+{
+    void *first = NULL, *second = NULL;
+    progress_show("%s: float64 reference", label);
+    locus_status status =
+        locus_buffer_map(op->inputs[0], LOCUS_MAP_READ, &first);
+    if (status != LOCUS_SUCCESS) {
+        return fail_step(result, status, "mapping the %s", names[0]);
+    }
+    status = locus_buffer_map(op->inputs[1], LOCUS_MAP_READ, &second);
+    if (status != LOCUS_SUCCESS) {
+        fail_step(result, status, "mapping the %s", names[1]);
+        locus_buffer_unmap(op->inputs[0]);
+        return status;
+    }
+    reference(op, first, second, check);
+    locus_status unmap_first = unmap(op->inputs[0], names[0], result);
+    status = unmap(op->inputs[1], names[1], result);
+    return unmap_first != LOCUS_SUCCESS ? unmap_first : status;
+}
+
+/* What gemm and conv have in common: two inputs, one output. */
+typedef struct two_input_op {
+    op_call call;
+    reference_fn reference;
+    const char *names[2];
+    size_t counts[2];
+    size_t outputs;
+    double multiply_adds;
+    size_t terms; /* products summed into one output entry */
+} two_input_op;
+
+/* Inputs filled, the output poisoned, a warm-up (which also tells whether
+ * the device offers the op), the reference, the timed runs, the check. */
+static locus_status run_two_input_op(op_state *op, const two_input_op *spec,
+                                     const bench_settings *settings,
+                                     random_state *random, const char *label,
+                                     bench_result *result)
+{
+    output_check check;
+    output_check_init(&check, spec->outputs, spec->multiply_adds, random);
+    float *hosts[2] = {NULL, NULL};
+    locus_status status = LOCUS_SUCCESS;
+    for (int i = 0; i < 2; ++i) {
+        status = create_mapped(op->context, spec->counts[i], spec->names[i],
+                               result, &op->inputs[i], &hosts[i]);
+        if (status != LOCUS_SUCCESS) {
+            goto free_check;
+        }
+        random_fill(random, hosts[i], spec->counts[i]);
+        status = unmap(op->inputs[i], spec->names[i], result);
+        if (status != LOCUS_SUCCESS) {
+            goto free_check;
+        }
+    }
+    status =
+        create_poisoned_output(op->context, spec->outputs, result, &op->output);
+    if (status != LOCUS_SUCCESS) {
+        goto free_check;
+    }
+    status = warm_up(spec->call, op, label, result);
+    if (status != LOCUS_SUCCESS) {
+        goto free_check;
+    }
+    status = compute_reference(op, spec->reference, spec->names, label, &check,
+                               result);
+    if (status != LOCUS_SUCCESS) {
+        goto free_check;
+    }
+    status = time_runs(spec->call, op, label, settings, result);
+    if (status != LOCUS_SUCCESS) {
+        goto free_check;
+    }
+    status = output_check_compare(&check, op->output, result);
+    result->tolerance = tolerance_for(spec->terms, settings->math);
+free_check:
+    output_check_free(&check);
+    return status;
+}
+
+static locus_status run_gemm(op_state *op, const bench_settings *settings,
+                             const bench_shape *shape, random_state *random,
+                             const char *label, bench_result *result)
+{
+    size_t m = shape->u.gemm.m, n = shape->u.gemm.n, k = shape->u.gemm.k;
+    locus_gemm_desc_init(&op->gemm);
+    op->gemm.dtype = LOCUS_DTYPE_F32;
+    op->gemm.trans_a = LOCUS_NO_TRANS;
+    op->gemm.trans_b = LOCUS_NO_TRANS;
+    op->gemm.m = m;
+    op->gemm.n = n;
+    op->gemm.k = k;
+    op->gemm.alpha = 1.0;
+    op->gemm.beta = 0.0;
+    op->gemm.math = settings->math;
+    two_input_op spec = {
+        .call = call_gemm,
+        .reference = gemm_reference,
+        .names = {"matrix A", "matrix B"},
+        .counts = {m * k, k * n},
+        .outputs = m * n,
+        .multiply_adds = (double)m * (double)n * (double)k,
+        .terms = k,
+    };
+    return run_two_input_op(op, &spec, settings, random, label, result);
+}
+
+static void fill_conv_desc(locus_conv2d_desc *desc, const bench_shape *shape,
+                           const bench_settings *settings)
+{
+    const bench_conv_shape *conv = &shape->u.conv;
+    locus_conv2d_desc_init(desc);
+    desc->dtype = LOCUS_DTYPE_F32;
+    desc->batch = conv->batch;
+    desc->in_channels = conv->channels;
+    desc->in_height = conv->height;
+    desc->in_width = conv->width;
+    desc->out_channels = conv->filters;
+    desc->kernel_height = conv->kernel_height;
+    desc->kernel_width = conv->kernel_width;
+    desc->stride_h = conv->stride;
+    desc->stride_w = conv->stride;
+    desc->pad_h = conv->pad;
+    desc->pad_w = conv->pad;
+    desc->algorithm = settings->conv_algorithm;
+    desc->math = settings->math;
+}
+
+static locus_status run_conv(op_state *op, const bench_settings *settings,
+                             const bench_shape *shape, random_state *random,
+                             const char *label, bench_result *result)
+{
+    const bench_conv_shape *conv = &shape->u.conv;
+    fill_conv_desc(&op->conv, shape, settings);
+    size_t taps = conv->channels * conv->kernel_height * conv->kernel_width;
+    size_t outputs =
+        conv->batch * conv->filters * conv->out_height * conv->out_width;
+    two_input_op spec = {
+        .call = call_conv,
+        .reference = conv_reference,
+        .names = {"input", "filter"},
+        .counts = {conv->batch * conv->channels * conv->height * conv->width,
+                   conv->filters * taps},
+        .outputs = outputs,
+        .multiply_adds = (double)outputs * (double)taps,
+        .terms = taps,
+    };
+    return run_two_input_op(op, &spec, settings, random, label, result);
+}
+
+locus_status bench_run(locus_context *context, locus_device *device,
+                       const bench_settings *settings, const bench_shape *shape,
+                       random_state *random, bench_result *result)
+{
+    memset(result, 0, sizeof(*result));
+    bench_describe(shape, result);
+    locus_device_info info;
+    locus_device_info_init(&info);
+    locus_status status = locus_device_get_info(device, &info);
+    if (status != LOCUS_SUCCESS) {
+        return fail_step(result, status, "describing a device");
+    }
+    snprintf(result->device, sizeof(result->device), "%s", info.selector);
+    char label[192];
+    snprintf(label, sizeof(label), "%s %s on %s", result->op, result->shape,
+             result->device);
+
+    op_state op = {.context = context, .device = device};
+    switch (shape->op) {
+    case BENCH_REDUCE:
+        status = run_reduce(&op, settings, shape, random, label, result);
+        break;
+    case BENCH_GEMM:
+        status = run_gemm(&op, settings, shape, random, label, result);
+        break;
+    case BENCH_CONV:
+        status = run_conv(&op, settings, shape, random, label, result);
+        break;
+    }
+    /* Destroying waits for the op; NULL handles are ignored. */
+    locus_buffer_destroy(op.output);
+    locus_buffer_destroy(op.inputs[1]);
+    locus_buffer_destroy(op.inputs[0]);
+    progress_clear();
+    if (status == LOCUS_SUCCESS) {
+        result->passed = result->max_rel_err <= result->tolerance;
+    }
+    return status;
+}

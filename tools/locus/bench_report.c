@@ -1,0 +1,267 @@
+/* How `locus bench` shows its results: an aligned table with notes for
+ * people, or the JSON contract of DESIGN.md for scripts. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "format.h"
+#include "json.h"
+#include "table.h"
+
+/* "1.23 ms": people read scaled units faster than exponents. */
+static void format_seconds(double seconds, char *text, size_t capacity)
+{
+    if (seconds >= 1.0) {
+        snprintf(text, capacity, "%.3g s", seconds);
+    } else if (seconds >= 1e-3) {
+        snprintf(text, capacity, "%.3g ms", seconds * 1e3);
+    } else {
+        snprintf(text, capacity, "%.3g us", seconds * 1e6);
+    }
+}
+
+static void format_rate(double rate, char *text, size_t capacity)
+{
+    snprintf(text, capacity, rate >= 10.0 ? "%.1f" : "%.3g", rate);
+}
+
+static double per_second(double amount, double seconds)
+{
+    return seconds > 0.0 ? amount / seconds : 0.0;
+}
+
+static void print_result_rows(const bench_outcome *outcome)
+{
+    static const char *const headers[] = {
+        "op",   "device",      "shape", "algorithm", "time",   "GFLOP/s",
+        "GB/s", "max rel err", "check", "local",     "remote", "provenance"};
+    table results;
+    table_init(&results, sizeof(headers) / sizeof(headers[0]), headers);
+    for (size_t column = 4; column <= 7; ++column) {
+        table_align_right(&results, column);
+    }
+    table_align_right(&results, 9);
+    table_align_right(&results, 10);
+    for (size_t i = 0; i < outcome->result_count; ++i) {
+        const bench_result *result = &outcome->results[i];
+        char text[64];
+        table_add_row(&results);
+        table_set(&results, 0, "%s", result->op);
+        table_set(&results, 1, "%s", result->device);
+        table_set(&results, 2, "%s", result->shape);
+        table_set(&results, 3, "%s", result->record.algorithm);
+        format_seconds(result->best_seconds, text, sizeof(text));
+        table_set(&results, 4, "%s", text);
+        format_rate(per_second(result->flops, result->best_seconds) / 1e9, text,
+                    sizeof(text));
+        table_set(&results, 5, "%s", text);
+        format_rate(per_second((double)result->bytes, result->best_seconds) /
+                        1e9,
+                    text, sizeof(text));
+        table_set(&results, 6, "%s", text);
+        table_set(&results, 7, "%.2g", result->max_rel_err);
+        table_set(&results, 8, "%s%s", result->passed ? "ok" : "FAIL",
+                  result->sampled ? " (sampled)" : "");
+        if (result->record.provenance == LOCUS_PROVENANCE_NONE) {
+            table_set(&results, 9, "-");
+            table_set(&results, 10, "-");
+        } else {
+            format_bytes(result->record.local_bytes, text, sizeof(text));
+            table_set(&results, 9, "%s", text);
+            format_bytes(result->record.remote_bytes, text, sizeof(text));
+            table_set(&results, 10, "%s", text);
+        }
+        table_set(&results, 11, "%s",
+                  locus_provenance_str(result->record.provenance));
+    }
+    table_print(&results, stdout, 0);
+    table_free(&results);
+}
+
+/* What the columns mean, then what did not run and what failed. */
+static void print_notes(const bench_request *request,
+                        const bench_outcome *outcome)
+{
+    bool any_sampled = false;
+    for (size_t i = 0; i < outcome->result_count; ++i) {
+        any_sampled = any_sampled || outcome->results[i].sampled;
+    }
+    if (outcome->result_count > 0) {
+        printf("\ntime: best of %d runs after one warm-up; seed %llu\n",
+               request->settings.repeat, (unsigned long long)request->seed);
+        printf("max rel err: max |result - reference| / sum |terms|, "
+               "float64 reference\n");
+    }
+    if (any_sampled) {
+        printf("(sampled): %d random output entries checked, a full float64 "
+               "reference costing too much\n",
+               BENCH_SAMPLED_ENTRIES);
+    }
+    for (size_t i = 0; i < outcome->skip_count;) {
+        const bench_skip *skip = &outcome->skips[i];
+        /* A device that lacks the op lacks it at every size: one line for
+         * the run of skips with the same device and reason. */
+        size_t same = 1;
+        while (i + same < outcome->skip_count &&
+               outcome->skips[i + same].status == skip->status &&
+               strcmp(outcome->skips[i + same].device, skip->device) == 0 &&
+               strcmp(outcome->skips[i + same].reason, skip->reason) == 0) {
+            same++;
+        }
+        if (skip->status == LOCUS_ERROR_NOT_SUPPORTED) {
+            if (same == 1) {
+                printf("not supported: %s %s on %s: %s\n", skip->op,
+                       skip->shape, skip->device, skip->reason);
+            } else {
+                printf("not supported: %s on %s (%zu sizes): %s\n", skip->op,
+                       skip->device, same, skip->reason);
+            }
+        }
+        i += same;
+    }
+    for (size_t i = 0; i < outcome->result_count; ++i) {
+        const bench_result *result = &outcome->results[i];
+        if (!result->passed) {
+            printf("FAIL: %s %s on %s: max rel err %.3g above tolerance "
+                   "%.3g\n",
+                   result->op, result->shape, result->device,
+                   result->max_rel_err, result->tolerance);
+        }
+    }
+}
+
+void bench_print_table(const bench_request *request,
+                       const bench_outcome *outcome)
+{
+    if (outcome->result_count == 0) {
+        printf("no results\n");
+    } else {
+        print_result_rows(outcome);
+    }
+    print_notes(request, outcome);
+}
+
+static const char *math_name(locus_math_mode math)
+{
+    switch (math) {
+    case LOCUS_MATH_TF32:
+        return "tf32";
+    case LOCUS_MATH_3XTF32:
+        return "3xtf32";
+    case LOCUS_MATH_FP32:
+        break;
+    }
+    return "fp32";
+}
+
+static void write_result_json(json_writer *json, const bench_request *request,
+                              const bench_result *result)
+{
+    json_begin_object(json);
+    json_key(json, "op");
+    json_string(json, result->op);
+    json_key(json, "device");
+    json_string(json, result->device);
+    json_key(json, "shape");
+    json_string(json, result->shape);
+    json_key(json, "dims");
+    json_begin_object(json);
+    for (size_t i = 0; i < result->dim_count; ++i) {
+        json_key(json, result->dim_names[i]);
+        json_uint(json, result->dim_values[i]);
+    }
+    json_end_object(json);
+    json_key(json, "algorithm");
+    json_string(json, result->record.algorithm);
+    if (request->op != BENCH_REDUCE) {
+        json_key(json, "math");
+        json_string(json, math_name(request->settings.math));
+    }
+    json_key(json, "seconds");
+    json_double(json, result->best_seconds);
+    json_key(json, "seconds_median");
+    json_double(json, result->median_seconds);
+    json_key(json, "repeat");
+    json_int(json, result->repeat);
+    json_key(json, "gflops");
+    json_double(json, per_second(result->flops, result->best_seconds) / 1e9);
+    json_key(json, "gbps");
+    json_double(json,
+                per_second((double)result->bytes, result->best_seconds) / 1e9);
+    json_key(json, "flops");
+    json_double(json, result->flops);
+    json_key(json, "bytes");
+    json_uint(json, result->bytes);
+    json_key(json, "max_rel_err");
+    /* Infinity (a NaN in the output) has no JSON spelling: null. */
+    json_double(json, result->max_rel_err);
+    json_key(json, "tolerance");
+    json_double(json, result->tolerance);
+    json_key(json, "passed");
+    json_bool(json, result->passed);
+    json_key(json, "check");
+    json_string(json, result->sampled ? "sampled" : "full");
+    json_key(json, "checked_entries");
+    json_uint(json, result->checked_entries);
+    json_key(json, "output_entries");
+    json_uint(json, result->output_entries);
+    json_key(json, "local_bytes");
+    json_uint(json, result->record.local_bytes);
+    json_key(json, "remote_bytes");
+    json_uint(json, result->record.remote_bytes);
+    json_key(json, "provenance");
+    json_string(json, locus_provenance_str(result->record.provenance));
+    json_key(json, "bytes_to_device");
+    json_uint(json, result->record.bytes_to_device);
+    json_key(json, "bytes_from_device");
+    json_uint(json, result->record.bytes_from_device);
+    json_key(json, "workspace_bytes");
+    json_uint(json, result->record.workspace_bytes);
+    /* Vendor libraries come later; the keys are part of the contract. */
+    json_key(json, "reference");
+    json_null(json);
+    json_key(json, "ratio");
+    json_null(json);
+    json_end_object(json);
+}
+
+void bench_print_json(const bench_request *request,
+                      const bench_outcome *outcome)
+{
+    json_writer json;
+    json_init(&json, stdout);
+    json_begin_object(&json);
+    json_key(&json, "seed");
+    json_uint(&json, request->seed);
+    json_key(&json, "repeat");
+    json_int(&json, request->settings.repeat);
+    json_key(&json, "timing");
+    json_string(&json, "best");
+    json_key(&json, "results");
+    json_begin_array(&json);
+    for (size_t i = 0; i < outcome->result_count; ++i) {
+        write_result_json(&json, request, &outcome->results[i]);
+    }
+    json_end_array(&json);
+    json_key(&json, "skipped");
+    json_begin_array(&json);
+    for (size_t i = 0; i < outcome->skip_count; ++i) {
+        const bench_skip *skip = &outcome->skips[i];
+        json_begin_object(&json);
+        json_key(&json, "op");
+        json_string(&json, skip->op);
+        json_key(&json, "device");
+        json_string(&json, skip->device);
+        json_key(&json, "shape");
+        json_string(&json, skip->shape);
+        json_key(&json, "status");
+        json_string(&json, locus_status_name(skip->status));
+        json_key(&json, "reason");
+        json_string(&json, skip->reason);
+        json_end_object(&json);
+    }
+    json_end_array(&json);
+    json_end_object(&json);
+    json_finish(&json);
+}

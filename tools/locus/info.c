@@ -1,0 +1,515 @@
+/* `locus info`: the machine as Locus sees it. Everything is gathered first
+ * into a machine_view, then written as tables or as JSON, so both forms
+ * always show the same facts. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <locus/locus.h>
+
+#include "args.h"
+#include "cli.h"
+#include "format.h"
+#include "json.h"
+#include "table.h"
+
+void info_usage(FILE *out)
+{
+    fputs("usage: locus info [--json]\n"
+          "\n"
+          "Shows the machine as Locus sees it: where the topology came from\n"
+          "and whether memory binding is real, the NUMA nodes with their\n"
+          "cpus and memory, the distance matrix, every backend (or why it\n"
+          "is absent), every device with its nearest NUMA nodes, and how\n"
+          "each LOCUS_* variable resolved.\n"
+          "\n"
+          "options:\n"
+          "  --json       the same as JSON on stdout: nodes, distances,\n"
+          "               backends (each with its devices) and env\n"
+          "  -h, --help   this text\n",
+          out);
+}
+
+typedef struct machine_view {
+    const char *topology_source;
+    bool topology_is_this_system;
+    size_t node_count;
+    locus_numa_node_info *nodes;
+    unsigned *distances; /* node_count x node_count, by node order */
+    size_t backend_count;
+    locus_backend_info *backends;
+    size_t device_count;
+    locus_device_info *devices;
+    /* What "auto" picks, or why it picks nothing. */
+    bool has_default_device;
+    char default_device[32];
+    char default_device_error[512];
+    size_t setting_count;
+    locus_setting *settings; /* strings owned by the context */
+} machine_view;
+
+static void free_view(machine_view *view)
+{
+    free(view->nodes);
+    free(view->distances);
+    free(view->backends);
+    free(view->devices);
+    free(view->settings);
+}
+
+static bool gather_topology(locus_context *context, machine_view *view)
+{
+    const char *source = locus_topology_source(context);
+    view->topology_source = source != NULL ? source : "unknown";
+    view->topology_is_this_system = locus_topology_is_this_system(context);
+    if (locus_numa_node_count(context, &view->node_count) != LOCUS_SUCCESS) {
+        report_locus_failure("counting NUMA nodes");
+        return false;
+    }
+    view->nodes = xmalloc(view->node_count * sizeof(*view->nodes));
+    for (size_t i = 0; i < view->node_count; ++i) {
+        locus_numa_node_info_init(&view->nodes[i]);
+        if (locus_numa_node_get(context, i, &view->nodes[i]) != LOCUS_SUCCESS) {
+            report_locus_failure("describing NUMA node %zu", i);
+            return false;
+        }
+    }
+    view->distances =
+        xmalloc(view->node_count * view->node_count * sizeof(unsigned));
+    for (size_t from = 0; from < view->node_count; ++from) {
+        for (size_t to = 0; to < view->node_count; ++to) {
+            unsigned *distance = &view->distances[from * view->node_count + to];
+            if (locus_numa_distance(context, from, to, distance) !=
+                LOCUS_SUCCESS) {
+                report_locus_failure("reading the distance from node %zu "
+                                     "to node %zu",
+                                     from, to);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static bool gather_backends_and_devices(locus_context *context,
+                                        machine_view *view)
+{
+    if (locus_backend_count(context, &view->backend_count) != LOCUS_SUCCESS) {
+        report_locus_failure("counting backends");
+        return false;
+    }
+    view->backends = xmalloc(view->backend_count * sizeof(*view->backends));
+    for (size_t i = 0; i < view->backend_count; ++i) {
+        locus_backend_info_init(&view->backends[i]);
+        if (locus_backend_get(context, i, &view->backends[i]) !=
+            LOCUS_SUCCESS) {
+            report_locus_failure("describing backend %zu", i);
+            return false;
+        }
+    }
+    if (locus_device_count(context, &view->device_count) != LOCUS_SUCCESS) {
+        report_locus_failure("counting devices");
+        return false;
+    }
+    view->devices = xmalloc(view->device_count * sizeof(*view->devices));
+    for (size_t i = 0; i < view->device_count; ++i) {
+        locus_device *device = NULL;
+        locus_device_info_init(&view->devices[i]);
+        if (locus_device_get(context, i, &device) != LOCUS_SUCCESS ||
+            locus_device_get_info(device, &view->devices[i]) != LOCUS_SUCCESS) {
+            report_locus_failure("describing device %zu", i);
+            return false;
+        }
+    }
+    /* Having no default device is a fact worth showing (e.g. LOCUS_DEVICE
+     * names a GPU this machine lacks), not a failure of `info`. */
+    locus_device *default_device = NULL;
+    if (locus_device_find(context, "auto", &default_device) == LOCUS_SUCCESS) {
+        locus_device_info info;
+        locus_device_info_init(&info);
+        if (locus_device_get_info(default_device, &info) == LOCUS_SUCCESS) {
+            view->has_default_device = true;
+            snprintf(view->default_device, sizeof(view->default_device), "%s",
+                     info.selector);
+        }
+    }
+    if (!view->has_default_device) {
+        snprintf(view->default_device_error, sizeof(view->default_device_error),
+                 "%s", locus_last_error());
+    }
+    return true;
+}
+
+static bool gather_settings(locus_context *context, machine_view *view)
+{
+    if (locus_setting_count(context, &view->setting_count) != LOCUS_SUCCESS) {
+        report_locus_failure("counting settings");
+        return false;
+    }
+    view->settings = xmalloc(view->setting_count * sizeof(*view->settings));
+    for (size_t i = 0; i < view->setting_count; ++i) {
+        if (locus_setting_get(context, i, &view->settings[i]) !=
+            LOCUS_SUCCESS) {
+            report_locus_failure("reading setting %zu", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A node's cpu list may be cut short by its fixed-size field on very large
+ * machines; then the last item may be partial and is dropped. */
+static bool cpu_list_may_be_truncated(const locus_numa_node_info *node)
+{
+    return strlen(node->cpus) + 1 >= sizeof(node->cpus);
+}
+
+static void write_cpu_to_json(long cpu, void *state)
+{
+    json_int(state, cpu);
+}
+
+static void write_cpus_json(json_writer *json, const locus_numa_node_info *node)
+{
+    char list[sizeof(node->cpus)];
+    snprintf(list, sizeof(list), "%s", node->cpus);
+    if (cpu_list_may_be_truncated(node)) {
+        char *last_comma = strrchr(list, ',');
+        *(last_comma != NULL ? last_comma : list) = '\0';
+    }
+    json_begin_inline_array(json);
+    cpu_list_for_each(list, write_cpu_to_json, json);
+    json_end_array(json);
+}
+
+static void write_node_mask_json(json_writer *json, uint64_t mask)
+{
+    json_begin_inline_array(json);
+    for (int node = 0; node < 64; ++node) {
+        if (mask >> node & 1u) {
+            json_int(json, node);
+        }
+    }
+    json_end_array(json);
+}
+
+static void write_device_json(json_writer *json, const locus_device_info *info)
+{
+    json_begin_object(json);
+    json_key(json, "selector");
+    json_string(json, info->selector);
+    json_key(json, "backend");
+    json_string(json, info->backend);
+    json_key(json, "index");
+    json_int(json, info->index_in_backend);
+    json_key(json, "name");
+    json_string(json, info->name);
+    json_key(json, "vendor");
+    json_string(json, info->vendor);
+    json_key(json, "version");
+    json_string(json, info->version);
+    json_key(json, "kind");
+    json_string(json, locus_device_kind_str(info->kind));
+    json_key(json, "nearest_numa_nodes");
+    write_node_mask_json(json, info->nearest_numa_mask);
+    json_key(json, "memory_bytes");
+    json_uint(json, info->memory_bytes);
+    json_key(json, "compute_units");
+    json_int(json, info->compute_units);
+    json_end_object(json);
+}
+
+static void write_view_json(const machine_view *view)
+{
+    json_writer json;
+    json_init(&json, stdout);
+    json_begin_object(&json);
+    json_key(&json, "version");
+    json_string(&json, locus_version_string());
+    json_key(&json, "topology");
+    json_begin_object(&json);
+    json_key(&json, "source");
+    json_string(&json, view->topology_source);
+    json_key(&json, "this_system");
+    json_bool(&json, view->topology_is_this_system);
+    json_end_object(&json);
+
+    json_key(&json, "nodes");
+    json_begin_array(&json);
+    for (size_t i = 0; i < view->node_count; ++i) {
+        const locus_numa_node_info *node = &view->nodes[i];
+        json_begin_object(&json);
+        json_key(&json, "id");
+        json_int(&json, node->os_index);
+        json_key(&json, "cpus");
+        write_cpus_json(&json, node);
+        json_key(&json, "cpu_list");
+        json_string(&json, node->cpus);
+        json_key(&json, "cpu_count");
+        json_int(&json, node->cpu_count);
+        json_key(&json, "memory_bytes");
+        json_uint(&json, node->memory_bytes);
+        json_end_object(&json);
+    }
+    json_end_array(&json);
+
+    json_key(&json, "distances");
+    json_begin_array(&json);
+    for (size_t from = 0; from < view->node_count; ++from) {
+        json_begin_inline_array(&json);
+        for (size_t to = 0; to < view->node_count; ++to) {
+            json_uint(&json, view->distances[from * view->node_count + to]);
+        }
+        json_end_array(&json);
+    }
+    json_end_array(&json);
+
+    json_key(&json, "backends");
+    json_begin_array(&json);
+    for (size_t b = 0; b < view->backend_count; ++b) {
+        const locus_backend_info *backend = &view->backends[b];
+        json_begin_object(&json);
+        json_key(&json, "name");
+        json_string(&json, backend->name);
+        json_key(&json, "available");
+        json_bool(&json, backend->available != 0);
+        json_key(&json, "reason");
+        json_string(&json, backend->reason);
+        json_key(&json, "device_count");
+        json_uint(&json, backend->device_count);
+        json_key(&json, "devices");
+        json_begin_array(&json);
+        for (size_t d = 0; d < view->device_count; ++d) {
+            if (strcmp(view->devices[d].backend, backend->name) == 0) {
+                write_device_json(&json, &view->devices[d]);
+            }
+        }
+        json_end_array(&json);
+        json_end_object(&json);
+    }
+    json_end_array(&json);
+
+    json_key(&json, "default_device");
+    json_string_or_null(&json,
+                        view->has_default_device ? view->default_device : NULL);
+    if (!view->has_default_device) {
+        json_key(&json, "default_device_error");
+        json_string(&json, view->default_device_error);
+    }
+
+    json_key(&json, "env");
+    json_begin_array(&json);
+    for (size_t i = 0; i < view->setting_count; ++i) {
+        const locus_setting *setting = &view->settings[i];
+        json_begin_object(&json);
+        json_key(&json, "name");
+        json_string_or_null(&json, setting->name);
+        json_key(&json, "raw");
+        json_string_or_null(&json, setting->raw);
+        json_key(&json, "source");
+        json_string_or_null(&json, setting->source);
+        json_key(&json, "resolved");
+        json_string_or_null(&json, setting->resolved);
+        json_end_object(&json);
+    }
+    json_end_array(&json);
+    json_end_object(&json);
+    json_finish(&json);
+}
+
+static void print_nodes(const machine_view *view)
+{
+    static const char *const headers[] = {"node", "cpus", "cpu count",
+                                          "memory"};
+    table nodes;
+    table_init(&nodes, 4, headers);
+    table_align_right(&nodes, 0);
+    table_align_right(&nodes, 2);
+    table_align_right(&nodes, 3);
+    for (size_t i = 0; i < view->node_count; ++i) {
+        const locus_numa_node_info *node = &view->nodes[i];
+        char memory[32];
+        format_bytes(node->memory_bytes, memory, sizeof(memory));
+        table_add_row(&nodes);
+        table_set(&nodes, 0, "%d", node->os_index);
+        table_set(&nodes, 1, "%s%s", node->cpus[0] != '\0' ? node->cpus : "-",
+                  cpu_list_may_be_truncated(node) ? "..." : "");
+        table_set(&nodes, 2, "%d", node->cpu_count);
+        table_set(&nodes, 3, "%s", memory);
+    }
+    printf("NUMA nodes\n");
+    table_print(&nodes, stdout, 2);
+    table_free(&nodes);
+}
+
+static void print_distances(const machine_view *view)
+{
+    size_t shown = view->node_count;
+    if (shown + 1 > TABLE_MAX_COLUMNS) {
+        shown = TABLE_MAX_COLUMNS - 1;
+    }
+    const char *headers[TABLE_MAX_COLUMNS];
+    char labels[TABLE_MAX_COLUMNS][16];
+    headers[0] = "node";
+    for (size_t i = 0; i < shown; ++i) {
+        snprintf(labels[i], sizeof(labels[i]), "%d", view->nodes[i].os_index);
+        headers[i + 1] = labels[i];
+    }
+    table distances;
+    table_init(&distances, shown + 1, headers);
+    for (size_t column = 0; column <= shown; ++column) {
+        table_align_right(&distances, column);
+    }
+    for (size_t from = 0; from < shown; ++from) {
+        table_add_row(&distances);
+        table_set(&distances, 0, "%d", view->nodes[from].os_index);
+        for (size_t to = 0; to < shown; ++to) {
+            unsigned distance = view->distances[from * view->node_count + to];
+            if (distance == 0) {
+                table_set(&distances, to + 1, "-"); /* topology gave none */
+            } else {
+                table_set(&distances, to + 1, "%u", distance);
+            }
+        }
+    }
+    printf("\nNUMA distances (10 = local)\n");
+    table_print(&distances, stdout, 2);
+    table_free(&distances);
+}
+
+static void print_backends(const machine_view *view)
+{
+    static const char *const headers[] = {"backend", "available", "devices",
+                                          "reason"};
+    table backends;
+    table_init(&backends, 4, headers);
+    table_align_right(&backends, 2);
+    for (size_t i = 0; i < view->backend_count; ++i) {
+        const locus_backend_info *backend = &view->backends[i];
+        table_add_row(&backends);
+        table_set(&backends, 0, "%s", backend->name);
+        table_set(&backends, 1, "%s", backend->available ? "yes" : "no");
+        table_set(&backends, 2, "%zu", backend->device_count);
+        table_set(&backends, 3, "%s", backend->reason);
+    }
+    printf("\nbackends\n");
+    table_print(&backends, stdout, 2);
+    table_free(&backends);
+}
+
+static void print_devices(const machine_view *view)
+{
+    static const char *const headers[] = {"selector",      "kind",   "name",
+                                          "vendor",        "NUMA",   "memory",
+                                          "compute units", "version"};
+    table devices;
+    table_init(&devices, 8, headers);
+    table_align_right(&devices, 5);
+    table_align_right(&devices, 6);
+    for (size_t i = 0; i < view->device_count; ++i) {
+        const locus_device_info *info = &view->devices[i];
+        char nodes[96];
+        char memory[32];
+        format_node_mask(info->nearest_numa_mask, nodes, sizeof(nodes));
+        format_bytes(info->memory_bytes, memory, sizeof(memory));
+        table_add_row(&devices);
+        table_set(&devices, 0, "%s", info->selector);
+        table_set(&devices, 1, "%s", locus_device_kind_str(info->kind));
+        table_set(&devices, 2, "%s", info->name);
+        table_set(&devices, 3, "%s", info->vendor);
+        table_set(&devices, 4, "%s", nodes);
+        table_set(&devices, 5, "%s", memory);
+        table_set(&devices, 6, "%d", info->compute_units);
+        table_set(&devices, 7, "%s", info->version);
+    }
+    printf("\ndevices\n");
+    if (view->device_count == 0) {
+        printf("  none\n");
+    } else {
+        table_print(&devices, stdout, 2);
+    }
+    table_free(&devices);
+    if (view->has_default_device) {
+        printf("  default (auto): %s\n", view->default_device);
+    } else {
+        printf("  default (auto): none: %s\n", view->default_device_error);
+    }
+}
+
+static void print_settings(const machine_view *view)
+{
+    static const char *const headers[] = {"variable", "raw", "source",
+                                          "resolved"};
+    table settings;
+    table_init(&settings, 4, headers);
+    for (size_t i = 0; i < view->setting_count; ++i) {
+        const locus_setting *setting = &view->settings[i];
+        table_add_row(&settings);
+        table_set(&settings, 0, "%s", setting->name ? setting->name : "?");
+        table_set(&settings, 1, "%s", setting->raw ? setting->raw : "(unset)");
+        table_set(&settings, 2, "%s", setting->source ? setting->source : "");
+        table_set(&settings, 3, "%s",
+                  setting->resolved ? setting->resolved : "");
+    }
+    printf("\nsettings\n");
+    table_print(&settings, stdout, 2);
+    table_free(&settings);
+}
+
+static void print_view(const machine_view *view)
+{
+    printf("Locus %s\n", locus_version_string());
+    printf("topology: %s\n", view->topology_source);
+    printf("binding: %s\n\n",
+           view->topology_is_this_system
+               ? "real (the topology is this machine's)"
+               : "simulated (the topology is not this machine's: nothing "
+                 "is bound or verified)");
+    print_nodes(view);
+    print_distances(view);
+    print_backends(view);
+    print_devices(view);
+    print_settings(view);
+}
+
+int info_command(int argc, char **argv)
+{
+    bool json = false;
+    for (int index = 1; index < argc; ++index) {
+        const char *arg = argv[index];
+        if (arg_is_flag(arg, "--help", "-h")) {
+            info_usage(stdout);
+            return EXIT_SUCCESS;
+        } else if (arg_is_flag(arg, "--json", NULL)) {
+            json = true;
+        } else if (arg[0] == '-') {
+            return usage_error("info", info_usage, "unknown option \"%s\"",
+                               arg);
+        } else {
+            return usage_error("info", info_usage, "unexpected argument \"%s\"",
+                               arg);
+        }
+    }
+    locus_context *context = NULL;
+    if (locus_context_create(NULL, &context) != LOCUS_SUCCESS) {
+        report_context_failure();
+        return EXIT_FAILURE;
+    }
+    machine_view view;
+    memset(&view, 0, sizeof(view));
+    int exit_status = EXIT_FAILURE;
+    if (gather_topology(context, &view) &&
+        gather_backends_and_devices(context, &view) &&
+        gather_settings(context, &view)) {
+        if (json) {
+            write_view_json(&view);
+        } else {
+            print_view(&view);
+        }
+        exit_status = EXIT_SUCCESS;
+    }
+    free_view(&view);
+    locus_context_destroy(context);
+    return exit_status;
+}
