@@ -125,6 +125,21 @@ static const char *service_forced_cpu_isa(void *runtime)
     return locus__isa_name(context->config.cpu_isa);
 }
 
+static size_t service_cache_bytes(void *runtime, int level)
+{
+    const locus_context *context = runtime;
+    int sharing;
+    return locus__topology_cache(&context->topology, level, &sharing);
+}
+
+static int service_cache_sharing(void *runtime, int level)
+{
+    const locus_context *context = runtime;
+    int sharing;
+    locus__topology_cache(&context->topology, level, &sharing);
+    return sharing;
+}
+
 void locus__services_fill(locus_services *services)
 {
     memset(services, 0, sizeof *services);
@@ -143,4 +158,6 @@ void locus__services_fill(locus_services *services)
     services->pci_numa_mask = service_pci_numa_mask;
     services->cpuset_numa_mask = service_cpuset_numa_mask;
     services->forced_cpu_isa = service_forced_cpu_isa;
+    services->cache_bytes = service_cache_bytes;
+    services->cache_sharing = service_cache_sharing;
 }

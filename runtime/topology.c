@@ -234,3 +234,22 @@ int locus__topology_node_of_cpu(const locus__topology *topology, int cpu)
     }
     return -1;
 }
+
+size_t locus__topology_cache(const locus__topology *topology, int level,
+                             int *sharing)
+{
+    static const hwloc_obj_type_t types[] = {
+        HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE};
+    *sharing = 1;
+    if (level < 1 || level > 3)
+        return 0;
+    hwloc_obj_t cache =
+        hwloc_get_obj_by_type(topology->hwloc, types[level - 1], 0);
+    if (!cache || !cache->attr ||
+        cache->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION)
+        return 0;
+    int cores = hwloc_get_nbobjs_inside_cpuset_by_type(
+        topology->hwloc, cache->cpuset, HWLOC_OBJ_CORE);
+    *sharing = cores > 0 ? cores : 1;
+    return (size_t)cache->attr->cache.size;
+}

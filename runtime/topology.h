@@ -42,6 +42,10 @@ uint64_t locus__topology_nodes_of_cpus(const locus__topology *topology,
 uint64_t locus__topology_pci_nodes(const locus__topology *topology,
                                    unsigned domain, unsigned bus,
                                    unsigned device, unsigned function);
+/* Size of the first data or unified cache of a level (1-3), 0 if none;
+ * `sharing` gets the number of cores under it. */
+size_t locus__topology_cache(const locus__topology *topology, int level,
+                             int *sharing);
 /* Position of the node holding OS cpu `cpu`, or -1. */
 int locus__topology_node_of_cpu(const locus__topology *topology, int cpu);
 

@@ -89,6 +89,13 @@ typedef struct locus_services {
     /* LOCUS_CPU_ISA as resolved: "generic", "avx2", "avx512", or NULL when
      * not forced. */
     const char *(*forced_cpu_isa)(void *runtime);
+
+    /* Size in bytes of the level-1, 2 or 3 data (or unified) cache, as hwloc
+     * reports the first one; 0 when the topology has none at that level.
+     * CPU kernels size their blocks from it. */
+    size_t (*cache_bytes)(void *runtime, int level);
+    /* How many workers share one cache of that level (1 for private). */
+    int (*cache_sharing)(void *runtime, int level);
 } locus_services;
 
 typedef struct locus_backend {
