@@ -1,0 +1,442 @@
+/*
+ * The CUDA backend module: finds the CUDA devices, describes them, and moves
+ * memory to and from them. Ops come in later; until then the ops table leaves
+ * them NULL ("not offered").
+ *
+ * The CUDA runtime is linked statically, so the module needs only the driver
+ * (libcuda.so.1), which the runtime library opens itself at first use; a
+ * machine without one gets an absent backend with a reason, not a module
+ * that fails to load.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include <locus/backend.h>
+
+typedef struct cuda_device {
+    int ordinal; /* for cudaSetDevice; devices Locus skips leave gaps */
+    char name[128];
+    char version[64];
+    int compute_units;
+    uint64_t memory_bytes;
+    uint64_t numa_mask;
+} cuda_device;
+
+typedef struct cuda_state {
+    const locus_services *services;
+    void *runtime;
+    size_t count;
+    cuda_device *devices;
+} cuda_state;
+
+static locus_status status_of(cudaError_t err)
+{
+    return err == cudaErrorMemoryAllocation ? LOCUS_ERROR_DEVICE_OUT_OF_MEMORY
+                                            : LOCUS_ERROR_BACKEND;
+}
+
+/* Reports a failed CUDA call as "<what> failed on cuda:N (name): <message>
+ * (<enumerator>)". Also clears the error from the runtime's last-error slot,
+ * so that a later cudaGetLastError after a kernel launch does not report this
+ * one again (sticky errors stay regardless). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static locus_status
+fail_cuda(const cuda_state *state, size_t index, cudaError_t err,
+          const char *what_format, ...)
+{
+    char what[160];
+    va_list args;
+    va_start(args, what_format);
+    int written = vsnprintf(what, sizeof what, what_format, args);
+    va_end(args);
+    if (written < 0)
+        what[0] = '\0';
+    (void)cudaGetLastError();
+    return state->services->fail(
+        status_of(err), "%s failed on cuda:%zu (%s): %s (%s)", what, index,
+        state->devices[index].name, cudaGetErrorString(err),
+        cudaGetErrorName(err));
+}
+
+/* "major.minor" of a CUDA version number such as 13000. */
+static void version_text(int version, char *out, size_t out_size)
+{
+    snprintf(out, out_size, "%d.%d", version / 1000, (version % 1000) / 10);
+}
+
+static void no_device_reason(cudaError_t err, char *reason, size_t reason_size)
+{
+    char runtime_version[16];
+    version_text(CUDART_VERSION, runtime_version, sizeof runtime_version);
+    if (err == cudaErrorInsufficientDriver || err == cudaErrorStubLibrary) {
+        /* The same error code covers a missing driver and an old one; the
+         * driver version (0 when there is no driver) tells them apart. */
+        int driver = 0;
+        if (cudaDriverGetVersion(&driver) != cudaSuccess)
+            driver = 0;
+        if (driver == 0 || err == cudaErrorStubLibrary) {
+            snprintf(reason, reason_size,
+                     "no CUDA driver (cudaGetDeviceCount: %s, %s)",
+                     cudaGetErrorString(err), cudaGetErrorName(err));
+        } else {
+            char driver_version[16];
+            version_text(driver, driver_version, sizeof driver_version);
+            snprintf(reason, reason_size,
+                     "CUDA driver %s is older than the CUDA %s runtime of "
+                     "this module (cudaGetDeviceCount: %s, %s)",
+                     driver_version, runtime_version, cudaGetErrorString(err),
+                     cudaGetErrorName(err));
+        }
+        return;
+    }
+    if (err == cudaErrorNoDevice) {
+        snprintf(reason, reason_size,
+                 "no CUDA device found (cudaGetDeviceCount: %s, %s)",
+                 cudaGetErrorString(err), cudaGetErrorName(err));
+        return;
+    }
+    snprintf(reason, reason_size, "cudaGetDeviceCount failed: %s (%s)",
+             cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+/* The nodes nearest the device's PCI slot. The bus id string has the
+ * function too, which cudaDeviceProp lacks. */
+static uint64_t device_numa_mask(const cuda_state *state, int ordinal,
+                                 const struct cudaDeviceProp *properties)
+{
+    unsigned domain = (unsigned)properties->pciDomainID;
+    unsigned bus = (unsigned)properties->pciBusID;
+    unsigned device = (unsigned)properties->pciDeviceID;
+    unsigned function = 0;
+    char bus_id[32];
+    if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, ordinal) ==
+        cudaSuccess) {
+        unsigned d, b, s, f;
+        if (sscanf(bus_id, "%x:%x:%x.%x", &d, &b, &s, &f) == 4) {
+            domain = d;
+            bus = b;
+            device = s;
+            function = f;
+        }
+    } else {
+        (void)cudaGetLastError();
+    }
+    return state->services->pci_numa_mask(state->runtime, domain, bus, device,
+                                          function);
+}
+
+static int services_usable(const locus_services *services)
+{
+    size_t needed = offsetof(locus_services, cpuset_numa_mask) +
+                    sizeof services->cpuset_numa_mask;
+    return services != NULL && services->struct_size >= needed &&
+           services->fail != NULL && services->log != NULL &&
+           services->pci_numa_mask != NULL;
+}
+
+static void cuda_fini(void *opaque);
+
+static locus_status cuda_init(const locus_services *services, void *runtime,
+                              void **state_out, size_t *device_count,
+                              char *reason, size_t reason_size)
+{
+    if (state_out == NULL || device_count == NULL ||
+        (reason == NULL && reason_size > 0))
+        return LOCUS_ERROR_NULL_ARGUMENT;
+    *state_out = NULL;
+    *device_count = 0;
+    if (reason_size > 0)
+        reason[0] = '\0';
+    if (!services_usable(services)) {
+        if (reason_size > 0)
+            snprintf(reason, reason_size,
+                     "the runtime's services table is too old for this "
+                     "module");
+        return LOCUS_ERROR_PLUGIN;
+    }
+
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count <= 0) {
+        if (reason_size > 0) {
+            if (err != cudaSuccess)
+                no_device_reason(err, reason, reason_size);
+            else
+                snprintf(reason, reason_size, "no CUDA device found");
+        }
+        (void)cudaGetLastError();
+        return LOCUS_SUCCESS;
+    }
+
+    int driver = 0;
+    char driver_version[16] = "unknown";
+    if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
+        version_text(driver, driver_version, sizeof driver_version);
+
+    cuda_state *state = calloc(1, sizeof *state);
+    cuda_device *devices = calloc((size_t)count, sizeof *devices);
+    if (state == NULL || devices == NULL) {
+        free(state);
+        free(devices);
+        return services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
+                              "cuda: out of host memory");
+    }
+    state->services = services;
+    state->runtime = runtime;
+    state->devices = devices;
+
+    char note[192] = "";
+    for (int ordinal = 0; ordinal < count; ordinal++) {
+        struct cudaDeviceProp properties;
+        err = cudaGetDeviceProperties(&properties, ordinal);
+        if (err != cudaSuccess) {
+            snprintf(note, sizeof note,
+                     "device %d: cudaGetDeviceProperties: %s (%s)", ordinal,
+                     cudaGetErrorString(err), cudaGetErrorName(err));
+            services->log(runtime, LOCUS_LOG_WARN, "cuda: %s", note);
+            (void)cudaGetLastError();
+            continue;
+        }
+        /* A device in prohibited compute mode accepts no context; offering
+         * it would only turn every op on it into an error. (CUDA 13 dropped
+         * the mode from cudaDeviceProp; the attribute query has it.) */
+        int mode = cudaComputeModeDefault;
+        err = cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, ordinal);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            mode = cudaComputeModeDefault;
+        }
+        if (mode == cudaComputeModeProhibited) {
+            snprintf(note, sizeof note,
+                     "device %d (%.64s) is in prohibited compute mode", ordinal,
+                     properties.name);
+            services->log(runtime, LOCUS_LOG_INFO, "cuda: %s", note);
+            continue;
+        }
+        cuda_device *device = &devices[state->count];
+        device->ordinal = ordinal;
+        /* Names are far shorter than cudaDeviceProp's 256 bytes; the
+         * precision only bounds the copy. */
+        snprintf(device->name, sizeof device->name, "%.*s",
+                 (int)sizeof device->name - 1, properties.name);
+        snprintf(device->version, sizeof device->version, "sm_%d%d, driver %s",
+                 properties.major, properties.minor, driver_version);
+        device->compute_units = properties.multiProcessorCount;
+        device->memory_bytes = properties.totalGlobalMem;
+        device->numa_mask = device_numa_mask(state, ordinal, &properties);
+        services->log(runtime, LOCUS_LOG_DEBUG,
+                      "cuda: device %zu: %s (%s), %d SMs, %llu bytes",
+                      state->count, device->name, device->version,
+                      device->compute_units,
+                      (unsigned long long)device->memory_bytes);
+        state->count++;
+    }
+
+    if (state->count == 0) {
+        if (reason_size > 0)
+            snprintf(reason, reason_size, "no usable CUDA device among %d (%s)",
+                     count, note);
+        cuda_fini(state);
+        return LOCUS_SUCCESS;
+    }
+    if (reason_size > 0) {
+        char runtime_version[16];
+        version_text(CUDART_VERSION, runtime_version, sizeof runtime_version);
+        snprintf(reason, reason_size,
+                 "%zu device%s, driver %s, runtime %s (static)", state->count,
+                 state->count == 1 ? "" : "s", driver_version, runtime_version);
+    }
+    *state_out = state;
+    *device_count = state->count;
+    return LOCUS_SUCCESS;
+}
+
+/* No cudaDeviceReset: the primary context is shared with any CUDA code of
+ * the application in the same process, and resetting it would free that
+ * code's memory too. Memory Locus allocated has been freed by the runtime
+ * before fini. */
+static void cuda_fini(void *opaque)
+{
+    cuda_state *state = opaque;
+    if (state == NULL)
+        return;
+    free(state->devices);
+    free(state);
+}
+
+static locus_status check_device(const cuda_state *state, size_t index)
+{
+    if (state == NULL)
+        return LOCUS_ERROR_NULL_ARGUMENT;
+    if (index >= state->count)
+        return state->services->fail(LOCUS_ERROR_DEVICE_NOT_FOUND,
+                                     "no device cuda:%zu (%zu devices)", index,
+                                     state->count);
+    return LOCUS_SUCCESS;
+}
+
+static locus_status cuda_device_info(void *opaque, size_t index,
+                                     locus_device_info *info)
+{
+    const cuda_state *state = opaque;
+    locus_status status = check_device(state, index);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (info == NULL)
+        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                     "device info for cuda:%zu is NULL", index);
+    const cuda_device *device = &state->devices[index];
+    snprintf(info->backend, sizeof info->backend, "cuda");
+    snprintf(info->name, sizeof info->name, "%s", device->name);
+    snprintf(info->vendor, sizeof info->vendor, "NVIDIA");
+    snprintf(info->version, sizeof info->version, "%s", device->version);
+    info->kind = LOCUS_DEVICE_GPU;
+    info->nearest_numa_mask = device->numa_mask;
+    info->memory_bytes = device->memory_bytes;
+    info->compute_units = device->compute_units;
+    info->index_in_backend = (int)index;
+    return LOCUS_SUCCESS;
+}
+
+/* The current device is per host thread, and the runtime calls from any
+ * application thread, so every entry point selects its device first. */
+static locus_status select_device(const cuda_state *state, size_t index)
+{
+    locus_status status = check_device(state, index);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    cudaError_t err = cudaSetDevice(state->devices[index].ordinal);
+    if (err != cudaSuccess)
+        return fail_cuda(state, index, err, "cudaSetDevice(%d)",
+                         state->devices[index].ordinal);
+    return LOCUS_SUCCESS;
+}
+
+static locus_status cuda_alloc(void *opaque, size_t index, size_t bytes,
+                               void **memory)
+{
+    const cuda_state *state = opaque;
+    locus_status status = check_device(state, index);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (memory == NULL)
+        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                     "alloc on cuda:%zu needs a place for "
+                                     "the pointer",
+                                     index);
+    *memory = NULL;
+    if (bytes == 0)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "cannot allocate 0 bytes on cuda:%zu",
+                                     index);
+    status = select_device(state, index);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    /* Plain device memory, never managed: the runtime decides when data
+     * moves, and page migration behind its back would defeat the cost model
+     * and the transfer accounting. */
+    void *pointer = NULL;
+    cudaError_t err = cudaMalloc(&pointer, bytes);
+    if (err != cudaSuccess)
+        return fail_cuda(state, index, err, "cudaMalloc of %zu bytes", bytes);
+    *memory = pointer;
+    return LOCUS_SUCCESS;
+}
+
+static void cuda_free(void *opaque, size_t index, void *memory)
+{
+    const cuda_state *state = opaque;
+    if (memory == NULL || select_device(state, index) != LOCUS_SUCCESS)
+        return;
+    cudaError_t err = cudaFree(memory);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        state->services->log(state->runtime, LOCUS_LOG_WARN,
+                             "cudaFree failed on cuda:%zu (%s): %s (%s)", index,
+                             state->devices[index].name,
+                             cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+}
+
+static locus_status transfer_ready(const cuda_state *state, size_t index,
+                                   const void *memory, const void *host)
+{
+    locus_status status = check_device(state, index);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (memory == NULL || host == NULL)
+        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                     "%s pointer for cuda:%zu is NULL",
+                                     memory == NULL ? "device" : "host", index);
+    return select_device(state, index);
+}
+
+static locus_status cuda_upload(void *opaque, size_t index, void *memory,
+                                const void *host, size_t bytes,
+                                locus_op_context *op)
+{
+    const cuda_state *state = opaque;
+    if (bytes == 0)
+        return check_device(state, index);
+    locus_status status = transfer_ready(state, index, memory, host);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    cudaError_t err = cudaMemcpy(memory, host, bytes, cudaMemcpyHostToDevice);
+    if (err != cudaSuccess)
+        return fail_cuda(state, index, err,
+                         "cudaMemcpy of %zu bytes to the device", bytes);
+    if (op != NULL && op->record != NULL)
+        op->record->bytes_to_device += bytes;
+    return LOCUS_SUCCESS;
+}
+
+static locus_status cuda_download(void *opaque, size_t index,
+                                  const void *memory, void *host, size_t bytes,
+                                  locus_op_context *op)
+{
+    const cuda_state *state = opaque;
+    if (bytes == 0)
+        return check_device(state, index);
+    locus_status status = transfer_ready(state, index, memory, host);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    cudaError_t err = cudaMemcpy(host, memory, bytes, cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess)
+        return fail_cuda(state, index, err,
+                         "cudaMemcpy of %zu bytes from the device", bytes);
+    if (op != NULL && op->record != NULL)
+        op->record->bytes_from_device += bytes;
+    return LOCUS_SUCCESS;
+}
+
+static const locus_backend cuda_backend = {
+    .struct_size = sizeof(locus_backend),
+    .abi_version = LOCUS_BACKEND_ABI_VERSION,
+    .name = "cuda",
+    .host_memory = 0,
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .device_info = cuda_device_info,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    /* Kernels arrive in a later issue; NULL means "not offered". */
+    .reduce = NULL,
+    .gemm = NULL,
+    .conv2d = NULL,
+};
+
+LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);
+
+const locus_backend *locus_backend_entry(void)
+{
+    return &cuda_backend;
+}
