@@ -1,5 +1,7 @@
 #include "account.h"
 
+#include <errno.h>
+#include <numaif.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +9,18 @@
 #include "placement.h"
 #include "status.h"
 
-/* Enough pages per range for an estimate that is exact whenever a range
- * lives on one node, and cheap for ranges of gigabytes. */
+/* Pages one list may query one by one in an op: exact for any range up to
+ * 256 MiB of 4 KiB pages in total, a few milliseconds of move_pages. */
+#define EXACT_PAGES_PER_LIST 65536
+/* Past that budget a range is sampled: exact whenever the range lives on
+ * one node, and cheap for ranges of gigabytes read many times. */
 #define SAMPLES_PER_RANGE 64
+#define PAGES_PER_QUERY 512
+
+/* DRAM lines the counters must have seen before their split replaces the
+ * estimate: below it, an op ran from the caches and the counters' split
+ * says nothing about its bytes. */
+#define MIN_COUNTED_LINES 1024
 
 locus_status locus__account_begin(locus__account *account,
                                   const locus__topology *topology,
@@ -23,31 +34,110 @@ locus_status locus__account_begin(locus__account *account,
         calloc((size_t)account->worker_lists + 1, sizeof *account->lists);
     if (!account->lists)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "op accounting");
+    for (int i = 0; i <= account->worker_lists; i++)
+        account->lists[i].exact_pages_left = EXACT_PAGES_PER_LIST;
     pthread_mutex_init(&account->other_lock, NULL);
     return LOCUS_SUCCESS;
 }
 
-static void resolve(const locus__read_range *range, locus__range_list *list)
+/* Whether a page of this move_pages status is local to the reader. A page
+ * never faulted in reads as the zero page (ENOENT, or EFAULT once mapped
+ * to it): no node's memory traffic, so it is not counted as remote. */
+static bool status_is_local(int status, uint64_t near_nodes)
 {
-    locus_page_report report;
-    locus_page_report_init(&report);
-    if (range->node_os_index < 0 ||
-        locus__query_pages(range->memory, range->bytes, SAMPLES_PER_RANGE,
-                           &report) != LOCUS_SUCCESS ||
-        report.pages_queried == 0) {
-        list->local_bytes += range->bytes;
-        return;
+    if (status >= 0 && status < 64)
+        return (near_nodes >> status & 1u) != 0;
+    return status == -ENOENT || status == -EFAULT;
+}
+
+/* The node status of `count` pages; false when move_pages fails. */
+static bool query(void **pages, size_t count, int *status)
+{
+    return move_pages(0, (unsigned long)count, pages, NULL, status, 0) == 0;
+}
+
+/* Every page of the range, each weighted by the bytes of the range in it:
+ * the exact split. */
+static bool resolve_exact(const locus__read_range *range,
+                          locus__range_list *list, size_t page)
+{
+    uintptr_t start = (uintptr_t)range->memory;
+    uintptr_t end = start + range->bytes;
+    uintptr_t first = start & ~(uintptr_t)(page - 1);
+    void *pages[PAGES_PER_QUERY];
+    int status[PAGES_PER_QUERY];
+    uint64_t local = 0, remote = 0;
+    for (uintptr_t at = first; at < end;) {
+        size_t count = 0;
+        for (uintptr_t p = at; p < end && count < PAGES_PER_QUERY; p += page)
+            pages[count++] = (void *)p;
+        if (!query(pages, count, status))
+            return false;
+        for (size_t i = 0; i < count; i++) {
+            uintptr_t lo =
+                (uintptr_t)pages[i] > start ? (uintptr_t)pages[i] : start;
+            uintptr_t hi = (uintptr_t)pages[i] + page < end
+                               ? (uintptr_t)pages[i] + page
+                               : end;
+            if (status_is_local(status[i], range->near_nodes))
+                local += hi - lo;
+            else
+                remote += hi - lo;
+        }
+        at += count * page;
     }
-    /* A page never faulted in reads as the zero page: no node's memory
-     * traffic, so it is not counted as remote. */
-    size_t here = report.pages_on_node[range->node_os_index] +
-                  report.pages_untouched + report.pages_unmapped;
-    uint64_t local = (uint64_t)((double)range->bytes * (double)here /
-                                (double)report.pages_queried);
-    if (here == report.pages_queried)
-        local = range->bytes;
+    list->local_bytes += local;
+    list->remote_bytes += remote;
+    return true;
+}
+
+/* An even sample of the range's pages, first and last included. */
+static bool resolve_sampled(const locus__read_range *range,
+                            locus__range_list *list, size_t page, size_t total)
+{
+    uintptr_t first = (uintptr_t)range->memory & ~(uintptr_t)(page - 1);
+    void *pages[SAMPLES_PER_RANGE];
+    int status[SAMPLES_PER_RANGE];
+    for (size_t i = 0; i < SAMPLES_PER_RANGE; i++)
+        pages[i] =
+            (void *)(first + i * (total - 1) / (SAMPLES_PER_RANGE - 1) * page);
+    if (!query(pages, SAMPLES_PER_RANGE, status))
+        return false;
+    size_t here = 0;
+    for (size_t i = 0; i < SAMPLES_PER_RANGE; i++)
+        here += status_is_local(status[i], range->near_nodes);
+    uint64_t local = here == SAMPLES_PER_RANGE
+                         ? range->bytes
+                         : (uint64_t)((double)range->bytes * (double)here /
+                                      SAMPLES_PER_RANGE);
     list->local_bytes += local;
     list->remote_bytes += range->bytes - local;
+    return true;
+}
+
+static void resolve(const locus__read_range *range, locus__range_list *list)
+{
+    if (range->near_nodes == 0) {
+        list->unknown_bytes += range->bytes;
+        return;
+    }
+    size_t page = locus__page_size();
+    uintptr_t first = (uintptr_t)range->memory & ~(uintptr_t)(page - 1);
+    uintptr_t last =
+        ((uintptr_t)range->memory + range->bytes - 1) & ~(uintptr_t)(page - 1);
+    size_t total = (size_t)((last - first) / page) + 1;
+    bool done;
+    if (total <= list->exact_pages_left || total <= SAMPLES_PER_RANGE) {
+        list->exact_pages_left -=
+            total < list->exact_pages_left ? total : list->exact_pages_left;
+        done = resolve_exact(range, list, page);
+    } else {
+        done = resolve_sampled(range, list, page, total);
+    }
+    /* move_pages refused (no NUMA support in the kernel): one node, so
+     * every byte is local. */
+    if (!done)
+        list->local_bytes += range->bytes;
 }
 
 static void append(locus__range_list *list, const locus__read_range *range)
@@ -59,40 +149,111 @@ static void append(locus__range_list *list, const locus__read_range *range)
     list->ranges[list->used++] = *range;
 }
 
+static uint64_t node_bit(int os_index)
+{
+    return os_index >= 0 && os_index < 64 ? UINT64_C(1) << os_index : 0;
+}
+
 void locus__account_read(locus__account *account, const void *memory,
                          size_t bytes)
 {
     if (!account || !memory || bytes == 0)
         return;
     int worker = locus__pool_current_worker();
-    locus__read_range range = {memory, bytes, -1};
+    locus__read_range range = {memory, bytes, 0};
     if (worker >= 0 && worker < account->worker_lists) {
-        range.node_os_index =
-            locus__pool_worker(account->pool, worker)->node_os_index;
-        append(&account->lists[worker], &range);
+        locus__range_list *list = &account->lists[worker];
+        range.near_nodes =
+            node_bit(locus__pool_worker(account->pool, worker)->node_os_index);
+        /* The worker's counters start at its first read of the op. */
+        if (!list->counters_started) {
+            list->counters_started = true;
+            locus__perf_begin(&list->counters_start);
+        }
+        append(list, &range);
         return;
     }
     int position =
         locus__topology_node_of_cpu(account->topology, sched_getcpu());
     if (position >= 0)
-        range.node_os_index = account->topology->nodes[position].os_index;
+        range.near_nodes =
+            node_bit(account->topology->nodes[position].os_index);
     pthread_mutex_lock(&account->other_lock);
     append(&account->lists[account->worker_lists], &range);
     pthread_mutex_unlock(&account->other_lock);
 }
 
-void locus__account_finish(locus__account *account, uint64_t *local_bytes,
-                           uint64_t *remote_bytes)
+void locus__account_transfer(locus_op_context *op, const void *memory,
+                             size_t bytes, uint64_t near_nodes)
 {
-    *local_bytes = 0;
-    *remote_bytes = 0;
+    if (!op || !op->runtime_private || !memory || bytes == 0)
+        return;
+    locus__account *account = op->runtime_private;
+    locus__read_range range = {memory, bytes, near_nodes};
+    pthread_mutex_lock(&account->other_lock);
+    append(&account->lists[account->worker_lists], &range);
+    pthread_mutex_unlock(&account->other_lock);
+}
+
+/* The workers' DRAM lines by node, when every worker that read had
+ * counters running the whole op and they saw enough lines to matter. */
+static bool counted_split(const locus__account *account, uint64_t *local,
+                          uint64_t *remote)
+{
+    *local = 0;
+    *remote = 0;
+    bool any = false;
+    for (int i = 0; i < account->worker_lists; i++) {
+        const locus__range_list *list = &account->lists[i];
+        if (!list->counters_started)
+            continue;
+        uint64_t l, r;
+        if (!locus__perf_since(&list->counters_start, &l, &r))
+            return false;
+        *local += l;
+        *remote += r;
+        any = true;
+    }
+    return any && *local + *remote >= MIN_COUNTED_LINES;
+}
+
+void locus__account_finish(locus__account *account,
+                           locus__account_result *result)
+{
+    memset(result, 0, sizeof *result);
     for (int i = 0; i <= account->worker_lists; i++) {
         locus__range_list *list = &account->lists[i];
         for (int r = 0; r < list->used; r++)
             resolve(&list->ranges[r], list);
         list->used = 0;
-        *local_bytes += list->local_bytes;
-        *remote_bytes += list->remote_bytes;
+        result->local_bytes += list->local_bytes;
+        result->remote_bytes += list->remote_bytes;
+        result->unknown_bytes += list->unknown_bytes;
+    }
+    uint64_t known = result->local_bytes + result->remote_bytes;
+    result->provenance = known > 0 || result->unknown_bytes == 0
+                             ? LOCUS_PROVENANCE_ESTIMATED
+                             : LOCUS_PROVENANCE_NONE;
+
+    /* Counters measure where the workers' DRAM reads came from, not how
+     * many bytes the op read (caches and prefetchers sit between): the
+     * workers' bytes keep their total and take the counted split. */
+    uint64_t counted_local, counted_remote;
+    uint64_t workers_local = 0, workers_remote = 0;
+    for (int i = 0; i < account->worker_lists; i++) {
+        workers_local += account->lists[i].local_bytes;
+        workers_remote += account->lists[i].remote_bytes;
+    }
+    uint64_t workers_total = workers_local + workers_remote;
+    if (workers_total > 0 &&
+        counted_split(account, &counted_local, &counted_remote)) {
+        uint64_t remote =
+            (uint64_t)((double)workers_total * (double)counted_remote /
+                       (double)(counted_local + counted_remote));
+        result->local_bytes =
+            result->local_bytes - workers_local + (workers_total - remote);
+        result->remote_bytes = result->remote_bytes - workers_remote + remote;
+        result->provenance = LOCUS_PROVENANCE_COUNTED;
     }
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "status.h"
 
 static uint64_t copy_bit(const locus_device *device)
@@ -155,6 +156,8 @@ static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
             buffer->device_memory[d], buffer->host, buffer->bytes, op);
         if (status != LOCUS_SUCCESS)
             return status;
+        locus__account_transfer(op, buffer->host, buffer->bytes,
+                                device->info.nearest_numa_mask);
         buffer->valid |= LOCUS__HOST_COPY;
         return LOCUS_SUCCESS;
     }
@@ -200,8 +203,11 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
             status =
                 table->upload(device->backend->state, device->index_in_backend,
                               *copy, buffer->host, buffer->bytes, op);
-        if (status == LOCUS_SUCCESS)
+        if (status == LOCUS_SUCCESS) {
+            locus__account_transfer(op, buffer->host, buffer->bytes,
+                                    device->info.nearest_numa_mask);
             buffer->valid |= bit;
+        }
     }
     *memory = *copy;
 unlock:

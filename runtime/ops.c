@@ -255,13 +255,14 @@ static void end_run(op_run *run, locus_status status, locus_record *out)
                 locus__buffer_written_on(run->operands[i].buffer, run->device);
     unlock_operands(run);
     run->record.seconds = now_seconds() - run->started;
-    /* Placement is only estimated where it is real and host memory is read
-     * by our workers. */
-    if (run->device->backend->table->host_memory &&
-        run->context->topology.is_this_system) {
-        locus__account_finish(&run->account, &run->record.local_bytes,
-                              &run->record.remote_bytes);
-        run->record.provenance = LOCUS_PROVENANCE_ESTIMATED;
+    /* Placement is only resolved where it is real: under a synthetic or
+     * XML topology nothing was bound, and the figures stay at none. */
+    if (run->context->topology.is_this_system) {
+        locus__account_result account;
+        locus__account_finish(&run->account, &account);
+        run->record.local_bytes = account.local_bytes;
+        run->record.remote_bytes = account.remote_bytes;
+        run->record.provenance = account.provenance;
     }
     locus__account_release(&run->account);
     if (status != LOCUS_SUCCESS)

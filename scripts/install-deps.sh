@@ -1,12 +1,15 @@
 #!/bin/sh
 # Installs the Debian/Ubuntu packages Locus builds and tests with. The CUDA
 # toolkit is not among them: where /usr/local/cuda/bin/nvcc exists, the CUDA
-# module is built as well.
+# module is built as well. qemu-system-x86 and busybox-static are for the
+# numa suite's two-node virtual machine (tests/numa/vm), whose kernel is not
+# installed here: the test fetches linux-image-amd64 with `apt-get download`
+# into the build directory.
 set -eu
 packages="build-essential meson ninja-build pkg-config python3
   libhwloc-dev hwloc libnuma-dev numactl
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  clang-format"
+  clang-format qemu-system-x86 busybox-static libopenblas-dev libdnnl-dev"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -45,6 +45,7 @@ static void cpu_fini(void *state)
     locus__cpu_state *s = state;
     if (!s)
         return;
+    locus__gemm_workspace_destroy(s->gemm_workspace);
     free(s->nodes);
     free(s);
 }
@@ -96,6 +97,9 @@ static locus_status cpu_init(const locus_services *services, void *runtime,
         s->nodes[i].os_index = info.os_index;
         s->nodes[i].memory_bytes = info.memory_bytes;
     }
+
+    locus__cpu_isa_init(&s->isa, services->forced_cpu_isa(runtime));
+    s->gemm_workspace = locus__gemm_workspace_create(services, runtime);
 
     snprintf(s->model, sizeof s->model, "cpu");
     cpuinfo_field("model name", s->model, sizeof s->model);

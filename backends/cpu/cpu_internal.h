@@ -7,6 +7,9 @@
 
 #include <locus/backend.h>
 
+#include "gemm_workspace.h"
+#include "isa.h"
+
 typedef struct locus__cpu_node {
     int os_index;
     uint64_t memory_bytes;
@@ -21,6 +24,8 @@ typedef struct locus__cpu_state {
     locus__cpu_node *nodes; /* node_count entries */
     char model[128];
     char vendor[64];
+    locus__cpu_isa isa; /* the kernels in use (LOCUS_CPU_ISA honoured) */
+    locus__gemm_workspace *gemm_workspace; /* NULL: buffers per call */
 } locus__cpu_state;
 
 /* The worker set a device runs on: -1 (the whole pool) for device 0, the

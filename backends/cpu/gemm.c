@@ -1,161 +1,160 @@
-/* f32 matrix product: portable C, blocked for the caches.
+/* f32 matrix product on the worker pool: the Goto/BLIS algorithm
+ * (gemm_block.h) with a NUMA-aware split.
  *
- * Per block of C, op(B) is packed in KC x NC panels and alpha op(A) in
- * MC x KC panels, both contiguous whatever the transposes, so the inner
- * loop is always a unit-stride update of a row of C by rows of the B panel
- * (i-k-j order) that the compiler vectorizes. The microkernels of the speed
- * issue replace the inner loops; the packing and blocking stay.
+ * Workers are grouped by NUMA node (the pool orders them so). Each group
+ * computes the rows of C whose pages the canonical split placed on its
+ * node (a C placed `local` is then written where it lives), and packs its
+ * own copy of each shared KC x NC block of B into memory bound to its
+ * node, so the B block every micro-kernel call reads is never remote.
+ * Inside a group the workers form a grid over the group's rows and the
+ * block's column panels; each packs its own A blocks.
  *
- * Each worker owns a block of rows of C (or, when C has fewer rows than
- * workers, a block of columns), so no two workers write the same element
- * and the result does not depend on scheduling.
+ * Phases: block t of B (t runs over the NC column blocks, then the KC
+ * depth blocks) is packed in phase t and used in phase t + 1, into two
+ * alternating buffers, so one services->run() per phase both computes
+ * with the previous block and packs the next: no barrier inside a job
+ * (the pool runs nested jobs inline, where a barrier would deadlock).
+ *
+ * Every element of C is computed by one worker in a fixed order (the k
+ * blocks in turn, each by one micro-kernel accumulation), whatever the
+ * worker count and grid: the result is deterministic.
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
-#include "gemm.h"
+#include "gemm_block.h"
+#include "gemm_workspace.h"
 
-/* Panel sizes: an A panel (32 KiB) and a row of the B panel stay in L1/L2
- * while the B panel (256 KiB) streams from L2. */
-#define MC 64
-#define KC 128
-#define NC 512
-/* Columns per worker block come in multiples of a cache line of floats,
- * so two workers never write the same line of C. */
-#define COLUMN_ALIGN 16
+#define MAX_GROUPS (LOCUS_MAX_NUMA_NODES + 1)
+/* Per-worker areas start on their own pages: no false sharing. */
+#define OWN_ALIGN 1024
+/* Up to this many multiply-adds (512^3), each worker packs the B it needs
+ * itself and the product is one job: waking the pool once per B block
+ * would cost more than the packing it saves. */
+#define PRIVATE_MAX 134217728.0
 
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
 }
 
-/* Panels are cut to the problem, so a small product asks for little. */
-static size_t a_panel_floats(size_t rows, size_t k)
+static size_t round_up(size_t v, size_t unit)
 {
-    return min_size(MC, rows) * min_size(KC, k);
+    return (v + unit - 1) / unit * unit;
 }
 
-size_t locus__cpu_sgemm_scratch_floats(size_t rows, size_t cols, size_t k)
-{
-    return a_panel_floats(rows, k) + min_size(KC, k) * min_size(NC, cols);
-}
-
-static void scale_c(const locus__sgemm *g, size_t i0, size_t i1, size_t j0,
-                    size_t j1)
-{
-    if (g->beta == 1.0f)
-        return;
-    for (size_t i = i0; i < i1; i++) {
-        float *c = g->c + i * g->ldc;
-        if (g->beta == 0.0f) {
-            /* Stored, not multiplied: NaN or Inf in C must not survive. */
-            for (size_t j = j0; j < j1; j++)
-                c[j] = 0.0f;
-        } else {
-            for (size_t j = j0; j < j1; j++)
-                c[j] *= g->beta;
-        }
-    }
-}
-
-/* ap[i * kc + p] = alpha op(A)[i0 + i][p0 + p] */
-static void pack_a(const locus__sgemm *g, size_t i0, size_t mc, size_t p0,
-                   size_t kc, float *ap)
-{
-    if (g->trans_a == LOCUS_NO_TRANS) {
-        for (size_t i = 0; i < mc; i++) {
-            const float *row = g->a + (i0 + i) * g->lda + p0;
-            for (size_t p = 0; p < kc; p++)
-                ap[i * kc + p] = g->alpha * row[p];
-        }
-    } else {
-        /* Walk A as stored, row by row, so the reads are unit stride. */
-        for (size_t p = 0; p < kc; p++) {
-            const float *row = g->a + (p0 + p) * g->lda + i0;
-            for (size_t i = 0; i < mc; i++)
-                ap[i * kc + p] = g->alpha * row[i];
-        }
-    }
-}
-
-/* bp[p * nc + j] = op(B)[p0 + p][j0 + j] */
-static void pack_b(const locus__sgemm *g, size_t p0, size_t kc, size_t j0,
-                   size_t nc, float *bp)
-{
-    if (g->trans_b == LOCUS_NO_TRANS) {
-        for (size_t p = 0; p < kc; p++)
-            memcpy(bp + p * nc, g->b + (p0 + p) * g->ldb + j0,
-                   nc * sizeof(float));
-    } else {
-        for (size_t j = 0; j < nc; j++) {
-            const float *row = g->b + (j0 + j) * g->ldb + p0;
-            for (size_t p = 0; p < kc; p++)
-                bp[p * nc + j] = row[p];
-        }
-    }
-}
-
-static void axpy(size_t n, float a, const float *restrict x, float *restrict y)
-{
-    for (size_t j = 0; j < n; j++)
-        y[j] += a * x[j];
-}
-
-/* Four axpys in one pass over y: a row of C is loaded and stored once per
- * four rows of B instead of once per row, which is what bounds the loop. */
-static void axpy4(size_t n, const float *a, const float *restrict x, size_t ldx,
-                  float *restrict y)
-{
-    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
-    for (size_t j = 0; j < n; j++)
-        y[j] += a[0] * x0[j] + a[1] * x1[j] + a[2] * x2[j] + a[3] * x3[j];
-}
-
-void locus__cpu_sgemm_tile(const locus__sgemm *g, size_t row_begin,
-                           size_t row_end, size_t col_begin, size_t col_end,
-                           float *scratch)
-{
-    assert(row_end <= g->m && col_end <= g->n);
-    if (row_begin >= row_end || col_begin >= col_end)
-        return;
-    scale_c(g, row_begin, row_end, col_begin, col_end);
-    if (g->alpha == 0.0f || g->k == 0)
-        return;
-
-    float *ap = scratch;
-    float *bp = scratch + a_panel_floats(row_end - row_begin, g->k);
-    for (size_t jc = col_begin; jc < col_end; jc += NC) {
-        size_t nc = min_size(NC, col_end - jc);
-        for (size_t pc = 0; pc < g->k; pc += KC) {
-            size_t kc = min_size(KC, g->k - pc);
-            pack_b(g, pc, kc, jc, nc, bp);
-            for (size_t ic = row_begin; ic < row_end; ic += MC) {
-                size_t mc = min_size(MC, row_end - ic);
-                pack_a(g, ic, mc, pc, kc, ap);
-                for (size_t i = 0; i < mc; i++) {
-                    float *c = g->c + (ic + i) * g->ldc + jc;
-                    const float *a = ap + i * kc;
-                    size_t p = 0;
-                    for (; p + 4 <= kc; p += 4)
-                        axpy4(nc, a + p, bp + p * nc, nc, c);
-                    for (; p < kc; p++)
-                        axpy(nc, a[p], bp + p * nc, c);
-                }
-            }
-        }
-    }
-}
+typedef struct gemm_group {
+    int node; /* OS node, -1: unbound */
+    int first_rank, ranks;
+    size_t row_begin, row_end; /* C rows this group computes */
+    int row_ways, col_ways;    /* worker grid, row_ways * col_ways = ranks */
+    float *b_blocks[2];        /* shared packed B, alternating by phase */
+    float *own;                /* per worker, own_stride floats apart */
+} gemm_group;
 
 typedef struct gemm_job {
     const locus_services *services;
+    void *runtime;
     locus_op_context *op;
     const locus__sgemm *g;
-    int by_rows;
-    float *scratch;
-    size_t scratch_stride; /* floats between two workers' scratch */
-    int capacity;
+    const locus__cpu_isa *isa;
+    locus__sgemm_blocking blocks; /* mc, kc, nc as stepped (even blocks) */
+    size_t n_blocks, k_blocks;    /* of B: phases - 1 = their product */
+    int private_b;                /* small product: one job, see below */
+    size_t b_floats;              /* of one packed B block */
+    size_t own_stride;            /* A block (+ B block when private) */
+    size_t phase;
+    int group_count;
+    gemm_group groups[MAX_GROUPS];
 } gemm_job;
+
+static const gemm_group *group_of(const gemm_job *job, int rank, int *local)
+{
+    for (int i = 0; i < job->group_count; i++) {
+        const gemm_group *group = &job->groups[i];
+        if (rank < group->first_rank + group->ranks) {
+            *local = rank - group->first_rank;
+            return group;
+        }
+    }
+    assert(0 && "rank outside every group");
+    return NULL;
+}
+
+/* The B block of index t: columns [*j0, *j0 + *nc), depth [*p0, ...). */
+static void block_at(const gemm_job *job, size_t t, size_t *j0, size_t *nc,
+                     size_t *p0, size_t *kc)
+{
+    size_t jb = t / job->k_blocks, pb = t % job->k_blocks;
+    *j0 = jb * job->blocks.nc;
+    *nc = min_size(job->blocks.nc, job->g->n - *j0);
+    *p0 = pb * job->blocks.kc;
+    *kc = min_size(job->blocks.kc, job->g->k - *p0);
+}
+
+/* This worker's share of a group: rows [*r0, *r1) of C, column panels
+ * [*q0, *q1) of a block of `panels` panels. */
+static void worker_tile(const gemm_job *job, const gemm_group *group, int local,
+                        size_t panels, size_t *r0, size_t *r1, size_t *q0,
+                        size_t *q1)
+{
+    int row_part = local / group->col_ways, col_part = local % group->col_ways;
+    size_t rows = group->row_end - group->row_begin;
+    job->services->split(rows, job->isa->mr, row_part, group->row_ways, r0, r1);
+    *r0 += group->row_begin;
+    *r1 += group->row_begin;
+    job->services->split(panels, 1, col_part, group->col_ways, q0, q1);
+}
+
+static void pack_b_share(const gemm_job *job, const gemm_group *group,
+                         int local, size_t t)
+{
+    size_t j0, nc, p0, kc, q0, q1, nr = job->isa->nr;
+    block_at(job, t, &j0, &nc, &p0, &kc);
+    job->services->split((nc + nr - 1) / nr, 1, local, group->ranks, &q0, &q1);
+    if (q0 >= q1)
+        return;
+    size_t cols = min_size(q1 * nr, nc) - q0 * nr;
+    locus__sgemm_pack_b(job->g, nr, p0, kc, j0 + q0 * nr, cols,
+                        group->b_blocks[t % 2] + q0 * nr * kc);
+}
+
+/* Computes this worker's tile of C with block t of B. In private mode the
+ * worker first packs the columns of B its tile needs into its own buffer:
+ * some packing is done twice across workers, but the whole product is one
+ * job with no phase to wait for, which is what small products need. */
+static void compute_share(const gemm_job *job, const gemm_group *group,
+                          int local, size_t t)
+{
+    const locus__sgemm *g = job->g;
+    size_t j0, nc, p0, kc, r0, r1, q0, q1, nr = job->isa->nr;
+    block_at(job, t, &j0, &nc, &p0, &kc);
+    worker_tile(job, group, local, (nc + nr - 1) / nr, &r0, &r1, &q0, &q1);
+    if (r0 >= r1 || q0 >= q1)
+        return;
+    size_t cols = min_size(q1 * nr, nc) - q0 * nr;
+    float *ap = group->own + (size_t)local * job->own_stride;
+    const float *bp;
+    if (job->private_b) {
+        float *mine = ap + job->own_stride - job->b_floats;
+        locus__sgemm_pack_b(g, nr, p0, kc, j0 + q0 * nr, cols, mine);
+        bp = mine;
+    } else {
+        bp = group->b_blocks[t % 2] + q0 * nr * kc;
+    }
+    float beta = p0 == 0 ? g->beta : 1.0f;
+    size_t step =
+        locus__sgemm_even_block(r1 - r0, job->blocks.mc, job->isa->mr);
+    for (size_t ic = r0; ic < r1; ic += step) {
+        size_t mc = min_size(step, r1 - ic);
+        locus__sgemm_pack_a(g, job->isa->mr, ic, mc, p0, kc, ap);
+        locus__sgemm_macro(job->isa, mc, cols, kc, ap, bp,
+                           g->c + ic * g->ldc + j0 + q0 * nr, g->ldc, g->alpha,
+                           beta);
+    }
+}
 
 /* Accounts the stored rows [r0, r1) x columns [c0, c1) of a matrix as one
  * range: the span, gaps between rows included. Cheap, and exact whenever
@@ -170,40 +169,176 @@ static void account_block(const gemm_job *job, const float *base, size_t ld,
                                 floats * sizeof(float));
 }
 
-static void account_gemm(const gemm_job *job, size_t i0, size_t i1, size_t j0,
-                         size_t j1)
+/* What this worker reads over the whole product: the A rows of its tile,
+ * its share of B (packing), and its tile of C when beta != 0. */
+static void account_worker(const gemm_job *job, const gemm_group *group,
+                           int local)
 {
     const locus__sgemm *g = job->g;
-    if (g->alpha != 0.0f && g->k != 0) {
-        if (g->trans_a == LOCUS_NO_TRANS)
-            account_block(job, g->a, g->lda, i0, i1, 0, g->k);
-        else
-            account_block(job, g->a, g->lda, 0, g->k, i0, i1);
-        if (g->trans_b == LOCUS_NO_TRANS)
-            account_block(job, g->b, g->ldb, 0, g->k, j0, j1);
-        else
-            account_block(job, g->b, g->ldb, j0, j1, 0, g->k);
-    }
+    size_t nr = job->isa->nr, panels = (g->n + nr - 1) / nr;
+    size_t r0, r1, q0, q1, b0, b1;
+    worker_tile(job, group, local, panels, &r0, &r1, &q0, &q1);
+    if (g->trans_a == LOCUS_NO_TRANS)
+        account_block(job, g->a, g->lda, r0, r1, 0, g->k);
+    else
+        account_block(job, g->a, g->lda, 0, g->k, r0, r1);
+    job->services->split(g->n, nr, local, group->ranks, &b0, &b1);
+    if (g->trans_b == LOCUS_NO_TRANS)
+        account_block(job, g->b, g->ldb, 0, g->k, b0, b1);
+    else
+        account_block(job, g->b, g->ldb, b0, b1, 0, g->k);
     if (g->beta != 0.0f)
-        account_block(job, g->c, g->ldc, i0, i1, j0, j1);
+        account_block(job, g->c, g->ldc, r0, r1, min_size(q0 * nr, g->n),
+                      min_size(q1 * nr, g->n));
 }
 
-static void gemm_worker(void *arg, int rank, int ranks)
+static void phase_worker(void *arg, int rank, int ranks)
 {
     const gemm_job *job = arg;
-    const locus__sgemm *g = job->g;
-    assert(rank >= 0 && rank < job->capacity);
-    size_t i0 = 0, i1 = g->m, j0 = 0, j1 = g->n;
-    if (job->by_rows)
-        job->services->split(g->m, 1, rank, ranks, &i0, &i1);
-    else
-        job->services->split(g->n, COLUMN_ALIGN, rank, ranks, &j0, &j1);
-    if (i0 >= i1 || j0 >= j1)
+    (void)ranks;
+    int local;
+    const gemm_group *group = group_of(job, rank, &local);
+    size_t phases = job->n_blocks * job->k_blocks + 1;
+    if (job->phase == 0)
+        account_worker(job, group, local);
+    if (job->private_b) {
+        for (size_t t = 0; t + 1 < phases; t++)
+            compute_share(job, group, local, t);
         return;
-    account_gemm(job, i0, i1, j0, j1);
-    float *scratch =
-        job->scratch ? job->scratch + (size_t)rank * job->scratch_stride : NULL;
-    locus__cpu_sgemm_tile(g, i0, i1, j0, j1, scratch);
+    }
+    if (job->phase + 1 < phases)
+        pack_b_share(job, group, local, job->phase);
+    if (job->phase > 0)
+        compute_share(job, group, local, job->phase - 1);
+}
+
+/* alpha == 0 or k == 0: C = beta C, rows split among all workers. */
+static void scale_worker(void *arg, int rank, int ranks)
+{
+    const gemm_job *job = arg;
+    size_t r0, r1;
+    job->services->split(job->g->m, 1, rank, ranks, &r0, &r1);
+    if (r0 >= r1)
+        return;
+    if (job->g->beta != 0.0f)
+        account_block(job, job->g->c, job->g->ldc, r0, r1, 0, job->g->n);
+    locus__sgemm_scale(job->g, r0, r1, 0, job->g->n);
+}
+
+/* The worker grid of a group: the row/column split whose largest tile,
+ * counted in whole micro-tiles, is smallest; ties go to more row parts,
+ * which share B and pack nothing twice. */
+static void choose_grid(gemm_group *group, size_t mr, size_t nr, size_t nc)
+{
+    size_t row_panels = (group->row_end - group->row_begin + mr - 1) / mr;
+    size_t col_panels = (nc + nr - 1) / nr;
+    size_t best = SIZE_MAX;
+    group->row_ways = group->ranks;
+    group->col_ways = 1;
+    for (int ways = group->ranks; ways >= 1; ways--) {
+        if (group->ranks % ways != 0)
+            continue;
+        int cols = group->ranks / ways;
+        size_t tiles = ((row_panels + (size_t)ways - 1) / (size_t)ways) *
+                       ((col_panels + (size_t)cols - 1) / (size_t)cols);
+        if (tiles < best) {
+            best = tiles;
+            group->row_ways = ways;
+            group->col_ways = cols;
+        }
+    }
+}
+
+/* The groups of the device's workers: one per NUMA node with workers, in
+ * pool order (workers without a node, if any, come first and get memory
+ * of no binding). A node device, or a one-node machine, is one group. */
+static void build_groups(const locus__cpu_state *s, int node, int workers,
+                         gemm_job *job)
+{
+    const locus_services *services = s->services;
+    job->group_count = 0;
+    if (node >= 0 || s->node_count < 2) {
+        job->groups[0] = (gemm_group){.node = node, .ranks = workers};
+        job->group_count = 1;
+        return;
+    }
+    int counted = 0;
+    for (int i = 0; i < s->node_count; i++)
+        counted += services->worker_count(s->runtime, s->nodes[i].os_index);
+    int rank = 0;
+    if (counted < workers) {
+        job->groups[job->group_count++] =
+            (gemm_group){.node = -1, .ranks = workers - counted};
+        rank = workers - counted;
+    }
+    for (int i = 0; i < s->node_count && job->group_count < MAX_GROUPS; i++) {
+        int count = services->worker_count(s->runtime, s->nodes[i].os_index);
+        if (count <= 0)
+            continue;
+        job->groups[job->group_count++] = (gemm_group){
+            .node = s->nodes[i].os_index, .first_rank = rank, .ranks = count};
+        rank += count;
+    }
+}
+
+/* Rows of C per group: the rows whose first byte the canonical page split
+ * of C's bytes over all workers gives to the group's workers, so a C
+ * placed `local` is written by the node that holds it. */
+static void assign_rows(const locus__cpu_state *s, int workers, gemm_job *job)
+{
+    const locus__sgemm *g = job->g;
+    size_t row_bytes = g->ldc * sizeof(float);
+    size_t total = g->m * row_bytes;
+    for (int i = 0; i < job->group_count; i++) {
+        gemm_group *group = &job->groups[i];
+        size_t begin, end;
+        s->services->split(total, s->page_size, group->first_rank, workers,
+                           &begin, &end);
+        group->row_begin =
+            i == 0 ? 0 : min_size((begin + row_bytes - 1) / row_bytes, g->m);
+        if (i > 0)
+            job->groups[i - 1].row_end = group->row_begin;
+    }
+    job->groups[job->group_count - 1].row_end = g->m;
+}
+
+/* Each group's buffers, in memory bound to its node: the two shared B
+ * blocks (none in private mode) and each worker's own area. */
+static locus_status alloc_groups(const locus__cpu_state *s, gemm_job *job,
+                                 locus__gemm_buffers *buffers,
+                                 uint64_t *workspace)
+{
+    const locus__cpu_isa *isa = job->isa;
+    size_t kc = job->blocks.kc;
+    job->b_floats = round_up(kc * round_up(job->blocks.nc, isa->nr), 16);
+    size_t mc = min_size(job->blocks.mc, round_up(job->g->m, isa->mr));
+    job->own_stride = round_up(round_up(mc, isa->mr) * kc, 16);
+    if (job->private_b)
+        job->own_stride += job->b_floats;
+    job->own_stride = round_up(job->own_stride, OWN_ALIGN);
+    size_t shared = job->private_b ? 0 : 2 * job->b_floats;
+
+    int nodes[MAX_GROUPS];
+    size_t bytes[MAX_GROUPS];
+    *workspace = 0;
+    for (int i = 0; i < job->group_count; i++) {
+        nodes[i] = job->groups[i].node;
+        bytes[i] = (shared + (size_t)job->groups[i].ranks * job->own_stride) *
+                   sizeof(float);
+        *workspace += bytes[i];
+    }
+    locus_status status = locus__gemm_workspace_acquire(
+        s->gemm_workspace, s->services, s->runtime, job->group_count, nodes,
+        bytes, buffers);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    for (int i = 0; i < job->group_count; i++) {
+        float *base = buffers->memory[i];
+        job->groups[i].b_blocks[0] = base;
+        job->groups[i].b_blocks[1] = base + job->b_floats;
+        job->groups[i].own = base + shared;
+    }
+    return LOCUS_SUCCESS;
 }
 
 locus_status locus__cpu_gemm(void *state, size_t device,
@@ -237,39 +372,59 @@ locus_status locus__cpu_gemm(void *state, size_t device,
         .ldb = desc->ldb,
         .c = c,
         .ldc = desc->ldc,
+        .isa = &s->isa,
     };
     gemm_job job = {
         .services = services,
+        .runtime = s->runtime,
         .op = op,
         .g = &g,
-        .by_rows = g.m >= (size_t)workers,
-        .capacity = workers,
+        .isa = &s->isa,
     };
-    locus__cpu_set_algorithm(op, "blocked");
+    locus__cpu_set_algorithm(op, s->isa.sgemm_name);
     if (g.m == 0 || g.n == 0)
         return LOCUS_SUCCESS;
+    if (g.alpha == 0.0f || g.k == 0)
+        return services->run(s->runtime, node, scale_worker, &job);
 
-    size_t bytes = 0;
-    if (g.alpha != 0.0f && g.k != 0) {
-        /* Whole pages per worker, so each worker's first touch places its
-         * own scratch on its node. */
-        size_t page_floats = s->page_size / sizeof(float);
-        size_t floats = locus__cpu_sgemm_scratch_floats(g.m, g.n, g.k);
-        job.scratch_stride =
-            (floats + page_floats - 1) / page_floats * page_floats;
-        bytes = job.scratch_stride * sizeof(float) * (size_t)workers;
-        job.scratch = services->host_alloc(s->runtime, bytes, node);
-        if (!job.scratch)
-            return services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
-                                  "cannot allocate %zu bytes of gemm scratch",
-                                  bytes);
-    }
+    locus__sgemm_blocking raw =
+        locus__sgemm_blocking_for(&s->isa, services->cache_bytes(s->runtime, 1),
+                                  services->cache_bytes(s->runtime, 2),
+                                  services->cache_sharing(s->runtime, 2),
+                                  services->cache_bytes(s->runtime, 3));
+    if (getenv("XMC"))
+        raw.mc = (size_t)atoi(getenv("XMC"));
+    if (getenv("XKC"))
+        raw.kc = (size_t)atoi(getenv("XKC"));
+    if (getenv("XNC"))
+        raw.nc = (size_t)atoi(getenv("XNC"));
+    job.blocks.mc = raw.mc;
+    job.blocks.kc = locus__sgemm_even_block(g.k, raw.kc, 8);
+    job.blocks.nc = locus__sgemm_even_block(g.n, raw.nc, s->isa.nr);
+    job.n_blocks = (g.n + job.blocks.nc - 1) / job.blocks.nc;
+    job.k_blocks = (g.k + job.blocks.kc - 1) / job.blocks.kc;
+
+    build_groups(s, node, workers, &job);
+    assign_rows(s, workers, &job);
+    for (int i = 0; i < job.group_count; i++)
+        choose_grid(&job.groups[i], s->isa.mr, s->isa.nr, job.blocks.nc);
+
+    job.private_b = (double)g.m * (double)g.n * (double)g.k <= PRIVATE_MAX;
+
+    uint64_t workspace = 0;
+    locus__gemm_buffers buffers;
+    status = alloc_groups(s, &job, &buffers, &workspace);
+    if (status != LOCUS_SUCCESS)
+        return status;
     if (op && op->record)
-        op->record->workspace_bytes = bytes;
+        op->record->workspace_bytes = workspace;
 
-    status = services->run(s->runtime, node, gemm_worker, &job);
-
-    if (job.scratch)
-        services->host_free(s->runtime, job.scratch, bytes);
+    size_t phases = job.private_b ? 1 : job.n_blocks * job.k_blocks + 1;
+    for (job.phase = 0; job.phase < phases; job.phase++) {
+        status = services->run(s->runtime, node, phase_worker, &job);
+        if (status != LOCUS_SUCCESS)
+            break;
+    }
+    locus__gemm_workspace_release(services, s->runtime, &buffers);
     return status;
 }

@@ -6,9 +6,13 @@
 
 #include <locus/locus.h>
 
+#include "isa.h"
+
 /* C = alpha op(A) op(B) + beta C, row-major, with the BLAS meaning of
  * every field (see locus_gemm_desc); leading dimensions are explicit.
- * beta == 0: C is not read. alpha == 0 or k == 0: A and B are not read. */
+ * beta == 0: C is not read. alpha == 0 or k == 0: A and B are not read.
+ * isa: the kernels to use (the context's table, which honours
+ * LOCUS_CPU_ISA); NULL takes the best this CPU supports. */
 typedef struct locus__sgemm {
     locus_transpose trans_a, trans_b;
     size_t m, n, k;
@@ -19,10 +23,12 @@ typedef struct locus__sgemm {
     size_t ldb;
     float *c;
     size_t ldc;
+    const locus__cpu_isa *isa;
 } locus__sgemm;
 
 /* Floats of scratch that a call of locus__cpu_sgemm_tile needs for a tile
- * of at most rows x cols of C with inner dimension k. */
+ * of at most rows x cols of C with inner dimension k, whatever the ISA.
+ * The scratch needs no particular alignment. */
 size_t locus__cpu_sgemm_scratch_floats(size_t rows, size_t cols, size_t k);
 
 /* Computes the block rows [row_begin, row_end) x columns [col_begin,

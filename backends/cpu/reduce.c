@@ -6,10 +6,12 @@
  * node. The per-worker partials are combined in rank order, so a given
  * input and worker count always gives the same result.
  *
- * Sum accumulates in double (eight independent accumulators, so the loop
- * pipelines and vectorizes): the rounding error is bounded by about
- * n * 2^-53 * sum |x|, far below what an f32 accumulation gives, and the
- * double result is returned as is rather than rounded to f32.
+ * The kernels come from the ISA table (isa.h, kernels/reduce_*.c). Sum
+ * accumulates in double with independent accumulators: the rounding error
+ * is bounded by about n * 2^-53 * sum |x|, far below what an f32 (even
+ * pairwise) accumulation gives, and the double result is returned as is
+ * rather than rounded to f32. Each kernel adds its lanes in a fixed order,
+ * so the bits depend only on the input and the worker count.
  *
  * Min and max: a NaN anywhere in the input makes the result NaN, as NaN
  * means the data is broken and silently skipping it would hide that (and
@@ -18,6 +20,7 @@
  */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cpu_internal.h"
@@ -35,49 +38,24 @@ typedef struct reduce_job {
     size_t count;
     size_t align; /* elements per page */
     locus_reduce_op kind;
+    const locus__cpu_isa *isa;
     reduce_partial *partials; /* one per rank */
     int capacity;
 } reduce_job;
 
-#define SUM_LANES 8
-
-static double sum_range(const float *x, size_t n)
+/* Among values equal to the extreme, the first in index order wins: the
+ * kernels may return -0 for +0 or the reverse (vector min/max do not keep
+ * order), so when the extreme is a zero, the first zero of the range
+ * gives its sign. Such ranges usually hold a zero early; the scan stops
+ * there. */
+static float first_zero(const float *x, size_t n, float found)
 {
-    double lane[SUM_LANES] = {0};
-    size_t i = 0;
-    for (; i + SUM_LANES <= n; i += SUM_LANES)
-        for (size_t l = 0; l < SUM_LANES; l++)
-            lane[l] += (double)x[i + l];
-    for (size_t l = 0; i < n; i++, l++)
-        lane[l] += (double)x[i];
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
-static float min_range(const float *x, size_t n, int *nan)
-{
-    float best = x[0];
-    int seen_nan = 0;
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        seen_nan |= isnan(v);
-        best = v < best ? v : best;
-    }
-    *nan = seen_nan;
-    return best;
-}
-
-static float max_range(const float *x, size_t n, int *nan)
-{
-    float best = x[0];
-    int seen_nan = 0;
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        seen_nan |= isnan(v);
-        best = v > best ? v : best;
-    }
-    *nan = seen_nan;
-    return best;
+    if (found != 0.0f)
+        return found;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] == 0.0f)
+            return x[i];
+    return found;
 }
 
 static void reduce_worker(void *arg, int rank, int ranks)
@@ -95,13 +73,13 @@ static void reduce_worker(void *arg, int rank, int ranks)
     job->services->account_read(job->op, x, n * sizeof(float));
     switch (job->kind) {
     case LOCUS_REDUCE_SUM:
-        out->value = sum_range(x, n);
+        out->value = job->isa->sum(x, n);
         break;
     case LOCUS_REDUCE_MIN:
-        out->value = min_range(x, n, &out->nan);
+        out->value = first_zero(x, n, job->isa->min(x, n, &out->nan));
         break;
     case LOCUS_REDUCE_MAX:
-        out->value = max_range(x, n, &out->nan);
+        out->value = first_zero(x, n, job->isa->max(x, n, &out->nan));
         break;
     }
     out->has_value = 1;
@@ -159,6 +137,7 @@ locus_status locus__cpu_reduce(void *state, size_t device,
         .count = desc->count,
         .align = s->page_size / sizeof(float),
         .kind = desc->op,
+        .isa = &s->isa,
         .partials = calloc((size_t)workers, sizeof(reduce_partial)),
         .capacity = workers,
     };
@@ -171,8 +150,11 @@ locus_status locus__cpu_reduce(void *state, size_t device,
         goto free_partials;
 
     *result = combine(&job, workers);
-    locus__cpu_set_algorithm(op, desc->op == LOCUS_REDUCE_SUM ? "blocked-f64"
-                                                              : "blocked");
+    /* e.g. "avx2-f64": the kernels, and the sum's accumulator type. */
+    char algorithm[32];
+    snprintf(algorithm, sizeof algorithm, "%s%s", s->isa.reduce_name,
+             desc->op == LOCUS_REDUCE_SUM ? "-f64" : "");
+    locus__cpu_set_algorithm(op, algorithm);
 
 free_partials:
     free(job.partials);

@@ -1,7 +1,8 @@
 /* locus_conv2d on the CPU devices against a direct float64 loop: strides 1
  * and 2, padding 0, 1 and 3, square and non-square kernels from 1 to 7,
  * batch 1 and 3, several input channels, odd image sizes, the output
- * poisoned with NaN beforehand; MEC refused until it exists; the record. */
+ * poisoned with NaN beforehand; each algorithm (im2col, MEC, auto); the
+ * record. test_cpu_mec.c holds MEC's own tests. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,11 +159,15 @@ static void run_case(locus_context *ctx, locus_device *dev, const conv_case *cc)
     TEST_EXPECT(strcmp(record.op, "conv2d") == 0,
                 "%s: record op is \"%s\", expected \"conv2d\"", what,
                 record.op);
-    TEST_EXPECT(strcmp(record.algorithm, "im2col") == 0,
-                "%s: record algorithm is \"%s\", expected \"im2col\"", what,
-                record.algorithm);
-    TEST_EXPECT(record.workspace_bytes > 0,
-                "%s: record shows no im2col workspace", what);
+    /* auto names what it ran, never "auto". */
+    const char *expected = locus_conv_algorithm_str(cc->algorithm);
+    if (cc->algorithm == LOCUS_CONV_AUTO)
+        expected = strcmp(record.algorithm, "mec") == 0 ? "mec" : "im2col";
+    TEST_EXPECT(strcmp(record.algorithm, expected) == 0,
+                "%s: record algorithm is \"%s\", expected \"%s\"", what,
+                record.algorithm, expected);
+    TEST_EXPECT(record.workspace_bytes > 0, "%s: record shows no workspace",
+                what);
     TEST_EXPECT(record.flops == flops, "%s: record flops %.17g, expected %.17g",
                 what, record.flops, flops);
     TEST_EXPECT(strncmp(record.device, "cpu", 3) == 0,
@@ -208,8 +213,9 @@ static void test_square(locus_context *ctx, locus_device *dev, int all)
                     .sw = strides[si],
                     .ph = pads[pi],
                     .pw = pads[pi],
-                    .algorithm =
-                        index % 2 ? LOCUS_CONV_IM2COL : LOCUS_CONV_AUTO,
+                    .algorithm = index % 3 == 0   ? LOCUS_CONV_AUTO
+                                 : index % 3 == 1 ? LOCUS_CONV_IM2COL
+                                                  : LOCUS_CONV_MEC,
                 };
                 run_case(ctx, dev, &cc);
             }
@@ -222,10 +228,10 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
         {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, LOCUS_CONV_AUTO},
         {1, 2, 1, 1, 3, 3, 3, 1, 1, 1, 1, LOCUS_CONV_AUTO},
         {3, 3, 13, 9, 4, 1, 3, 1, 2, 0, 1, LOCUS_CONV_AUTO},
-        {1, 4, 11, 17, 5, 3, 1, 2, 1, 1, 0, LOCUS_CONV_IM2COL},
+        {1, 4, 11, 17, 5, 3, 1, 2, 1, 1, 0, LOCUS_CONV_MEC},
         {3, 2, 15, 8, 3, 5, 3, 2, 2, 3, 0, LOCUS_CONV_AUTO},
         {1, 3, 9, 21, 2, 3, 7, 1, 1, 0, 3, LOCUS_CONV_IM2COL},
-        {3, 1, 7, 7, 6, 7, 5, 2, 1, 3, 1, LOCUS_CONV_AUTO},
+        {3, 1, 7, 7, 6, 7, 5, 2, 1, 3, 1, LOCUS_CONV_MEC},
         {1, 5, 6, 23, 3, 1, 7, 1, 2, 0, 3, LOCUS_CONV_AUTO},
         /* padding wider than the kernel: border outputs are all padding */
         {3, 2, 5, 5, 2, 1, 1, 2, 2, 3, 3, LOCUS_CONV_AUTO},
@@ -234,6 +240,9 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
         /* large enough to cross the GEMM's blocks (CRS 144, K 70, PQ 2115)
          */
         {2, 16, 47, 45, 70, 3, 3, 1, 1, 1, 1, LOCUS_CONV_AUTO},
+        {2, 16, 47, 45, 70, 3, 3, 1, 1, 1, 1, LOCUS_CONV_MEC},
+        /* 1x1, stride 1, no padding: im2col reads the input in place */
+        {3, 7, 13, 11, 9, 1, 1, 1, 1, 0, 0, LOCUS_CONV_IM2COL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(ctx, dev, &cases[i]);
@@ -250,7 +259,7 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
             .sw = test_rng_range(1, 3),
             .ph = test_rng_range(0, 3),
             .pw = test_rng_range(0, 3),
-            .algorithm = LOCUS_CONV_AUTO,
+            .algorithm = (locus_conv_algorithm)(i % 3),
         };
         if (cc.h + 2 * cc.ph < cc.r)
             cc.ph = (cc.r - cc.h + 1) / 2;
@@ -258,31 +267,6 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
             cc.pw = (cc.s - cc.w + 1) / 2;
         run_case(ctx, dev, &cc);
     }
-}
-
-/* MEC is a later issue: asked for explicitly, the CPU says so. */
-static void test_mec_refused(locus_context *ctx, locus_device *dev)
-{
-    conv_case cc = {1, 1, 5, 5, 1, 3, 3, 1, 1, 0, 0, LOCUS_CONV_MEC};
-    locus_conv2d_desc desc;
-    describe(&cc, &desc);
-    locus_buffer *in = NULL, *f = NULL, *out = NULL;
-    if (TEST_OK(locus_buffer_create(ctx, 25 * sizeof(float), NULL, &in)) ||
-        TEST_OK(locus_buffer_create(ctx, 9 * sizeof(float), NULL, &f)) ||
-        TEST_OK(locus_buffer_create(ctx, 9 * sizeof(float), NULL, &out)))
-        goto destroy;
-    locus_status status = locus_conv2d(ctx, dev, &desc, in, f, out, NULL);
-    TEST_EXPECT(status == LOCUS_ERROR_NOT_SUPPORTED,
-                "conv2d mec on cpu returned %s, expected "
-                "LOCUS_ERROR_NOT_SUPPORTED",
-                locus_status_name(status));
-    TEST_EXPECT(strstr(locus_last_error(), "mec") != NULL,
-                "conv2d mec on cpu: the error \"%s\" does not name mec",
-                locus_last_error());
-destroy:
-    locus_buffer_destroy(in);
-    locus_buffer_destroy(f);
-    locus_buffer_destroy(out);
 }
 
 int main(int argc, char **argv)
@@ -295,7 +279,6 @@ int main(int argc, char **argv)
     if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
         test_square(ctx, dev, 1);
         test_odd_shapes(ctx, dev);
-        test_mec_refused(ctx, dev);
     }
 
     size_t count = 0;

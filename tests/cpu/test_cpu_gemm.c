@@ -1,7 +1,15 @@
 /* locus_gemm on the CPU devices against a float64 reference: odd and
  * non-square shapes, all four transposes, padded leading dimensions,
  * alpha/beta variants including beta = 0 over a NaN-poisoned C, padding
- * that must be neither read nor written, and the record. */
+ * that must be neither read nor written, and the record.
+ *
+ * Every kernel set (LOCUS_CPU_ISA generic, avx2, avx512; a set this CPU
+ * lacks is skipped with a line saying so), small products (one job, each
+ * worker packing its own panels) and large ones (shared B blocks packed
+ * per node in phases), results bitwise identical across repeated runs and
+ * worker counts, and a synthetic two-node topology with tiny caches, so
+ * that the NUMA split and every blocking loop (several column, depth and
+ * row blocks) run on small shapes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +137,14 @@ static void check_record(const locus_record *record, const shape *s,
                 record->device);
 }
 
-static void run_case(locus_context *ctx, locus_device *dev, const gemm_case *gc)
+/* The ISA a context was forced to, checked against the record's
+ * algorithm ("avx2-6x16"); NULL: not forced. */
+static const char *expected_isa;
+
+/* Runs one case and checks it; when result is given (m * ldc floats), the
+ * computed C is copied there for bitwise comparisons. */
+static void run_case_into(locus_context *ctx, locus_device *dev,
+                          const gemm_case *gc, float *result)
 {
     const shape *s = &gc->s;
     size_t a_rows = gc->ta ? s->k : s->m, a_cols = gc->ta ? s->m : s->k;
@@ -189,9 +204,17 @@ static void run_case(locus_context *ctx, locus_device *dev, const gemm_case *gc)
         goto destroy_buffers;
     }
     check_record(&record, s, what);
+    if (expected_isa && gc->ab.alpha != 0.0 && s->k != 0)
+        TEST_EXPECT(
+            strncmp(record.algorithm, expected_isa, strlen(expected_isa)) == 0,
+            "%s: algorithm \"%s\" is not of the forced isa %s", what,
+            record.algorithm, expected_isa);
     if (TEST_OK(locus_buffer_read(bc, 0, c, s->m * ldc * sizeof *c)) ==
-        LOCUS_SUCCESS)
+        LOCUS_SUCCESS) {
         check_c(gc, lda, ldb, ldc, a, b, c0, c, what);
+        if (result)
+            memcpy(result, c, s->m * ldc * sizeof *c);
+    }
 
 destroy_buffers:
     locus_buffer_destroy(ba);
@@ -202,6 +225,11 @@ free_host:
     free(b);
     free(c0);
     free(c);
+}
+
+static void run_case(locus_context *ctx, locus_device *dev, const gemm_case *gc)
+{
+    run_case_into(ctx, dev, gc, NULL);
 }
 
 static const shape shapes[] = {
@@ -269,16 +297,113 @@ static void test_device(locus_context *ctx, locus_device *dev, int all)
     }
 }
 
-int main(int argc, char **argv)
-{
-    test_seed(argc, argv);
-    locus_context *ctx = NULL;
-    if (TEST_OK(locus_context_create(NULL, &ctx)) != LOCUS_SUCCESS)
-        return 1;
-    locus_device *dev = NULL;
-    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS)
-        test_device(ctx, dev, 1);
+/* Products above the one-job size (512^3 multiply-adds): B is packed
+ * once per node and shared, in phases. Odd sizes, so every edge is cut. */
+static const shape large_shapes[] = {
+    {1023, 517, 300},
+    {257, 1031, 1023},
+};
 
+static void test_large(locus_context *ctx, locus_device *dev)
+{
+    size_t n = sizeof large_shapes / sizeof *large_shapes;
+    for (size_t si = 0; si < n; si++) {
+        /* Two transposes per shape, all four over the list. */
+        for (int t = (int)si % 2; t < 4; t += 2) {
+            gemm_case gc = {
+                .s = large_shapes[si],
+                .ta = (t & 1) ? LOCUS_TRANS : LOCUS_NO_TRANS,
+                .tb = (t & 2) ? LOCUS_TRANS : LOCUS_NO_TRANS,
+                .ab = variants[(si * 4 + (size_t)t) % 4],
+                .pad_a = (size_t)t * 3,
+                .pad_b = (size_t)(3 - t) * 5,
+                .pad_c = (size_t)t,
+            };
+            run_case(ctx, dev, &gc);
+        }
+    }
+}
+
+/* The same inputs twice on one context, and once on a context of one
+ * worker: the bits must not change (every element is summed in one
+ * fixed order, whatever the workers and their grid). */
+static void test_repeatable(locus_context *ctx, locus_device *dev,
+                            locus_context *single, const shape *s,
+                            locus_transpose ta, locus_transpose tb)
+{
+    gemm_case gc = {
+        .s = *s, .ta = ta, .tb = tb, .ab = {1.5, -0.5}, .pad_a = 3, .pad_c = 1};
+    size_t count = s->m * (s->n + gc.pad_c);
+    float *first = malloc(count * sizeof *first);
+    float *again = malloc(count * sizeof *again);
+    if (!TEST_EXPECT(first && again, "out of memory"))
+        goto free_results;
+    for (int run = 0; run < 3; run++) {
+        locus_context *c = run < 2 ? ctx : single;
+        locus_device *d = dev;
+        if (run == 2 && (!single || TEST_OK(locus_device_find(
+                                        single, "cpu", &d)) != LOCUS_SUCCESS))
+            break;
+        uint64_t seed = *test__rng_state();
+        memset(again, 0, count * sizeof *again);
+        run_case_into(c, d, &gc, run == 0 ? first : again);
+        if (run > 0)
+            TEST_EXPECT(memcmp(first, again, count * sizeof *first) == 0,
+                        "gemm %zux%zux%zu %c%c: run %d differs bitwise from "
+                        "the first%s",
+                        s->m, s->n, s->k, ta ? 'T' : 'N', tb ? 'T' : 'N', run,
+                        run == 2 ? " (one worker)" : "");
+        if (run < 2)
+            *test__rng_state() = seed;
+    }
+free_results:
+    free(first);
+    free(again);
+}
+
+/* A context forced to one ISA (NULL: the best) on a topology (NULL: this
+ * machine) with a worker count (NULL: the default). NULL with *skipped
+ * set when the CPU lacks the ISA. */
+static locus_context *make_context(const char *isa, const char *topology,
+                                   const char *threads, int *skipped)
+{
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.cpu_isa = isa;
+    options.topology = topology;
+    options.threads = threads;
+    locus_context *ctx = NULL;
+    *skipped = 0;
+    locus_status status = locus_context_create(&options, &ctx);
+    if (status == LOCUS_ERROR_BAD_ENVIRONMENT && isa) {
+        printf("skipping %s: not supported (%s)\n", isa, locus_last_error());
+        *skipped = 1;
+        return NULL;
+    }
+    TEST_OK(status);
+    return status == LOCUS_SUCCESS ? ctx : NULL;
+}
+
+static void test_isa(const char *isa)
+{
+    int skipped;
+    locus_context *ctx = make_context(isa, NULL, NULL, &skipped);
+    if (!ctx)
+        return;
+    locus_context *single = make_context(isa, NULL, "1", &skipped);
+    printf("isa %s\n", isa);
+    fflush(stdout);
+    expected_isa = isa;
+    locus_device *dev = NULL;
+    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
+        test_device(ctx, dev, 1);
+        test_large(ctx, dev);
+        static const shape small = {67, 45, 301}, large = {611, 503, 701};
+        test_repeatable(ctx, dev, single, &small, LOCUS_NO_TRANS, LOCUS_TRANS);
+        test_repeatable(ctx, dev, single, &large, LOCUS_TRANS, LOCUS_NO_TRANS);
+    }
+
+    /* The per-node devices of machines with several nodes. */
     size_t count = 0;
     TEST_OK(locus_device_count(ctx, &count));
     for (size_t i = 0; i < count; i++) {
@@ -293,8 +418,46 @@ int main(int argc, char **argv)
         printf("also on %s\n", info.selector);
         test_device(ctx, d, 0);
     }
-
+    expected_isa = NULL;
+    locus_context_destroy(single);
     locus_context_destroy(ctx);
+}
+
+/* Two nodes of one core each, with caches so small that the blocks are a
+ * few micro-tiles: kc 128, mc about two row panels, nc 64 columns. The
+ * workers form two groups, each packing its own B and computing the rows
+ * of C its node holds. Binding is not real here; the arithmetic is. */
+#define TINY_TWO_NODES                                                         \
+    "synthetic:node:2 l3:1(size=64KB) l2:1(size=16KB) l1d:1(size=4KB) "        \
+    "core:1 pu:1"
+
+static void test_two_tiny_nodes(void)
+{
+    int skipped;
+    locus_context *ctx = make_context(NULL, TINY_TWO_NODES, NULL, &skipped);
+    if (!ctx)
+        return;
+    locus_context *single = make_context(NULL, TINY_TWO_NODES, "1", &skipped);
+    printf("two nodes, tiny caches\n");
+    fflush(stdout);
+    locus_device *dev = NULL;
+    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
+        test_device(ctx, dev, 0);
+        test_large(ctx, dev);
+        static const shape large = {611, 503, 701};
+        test_repeatable(ctx, dev, single, &large, LOCUS_TRANS, LOCUS_TRANS);
+    }
+    locus_context_destroy(single);
+    locus_context_destroy(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    test_seed(argc, argv);
+    static const char *const isas[] = {"generic", "avx2", "avx512"};
+    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
+        test_isa(isas[i]);
+    test_two_tiny_nodes();
     printf("%s: %d failure(s)\n", argv[0], test_failures());
     return test_exit_code();
 }

@@ -1,6 +1,9 @@
 /* locus_reduce on the CPU devices against a float64 reference: sum, min
  * and max of fresh random data of odd lengths, NaN and infinity handling,
- * elements past count left unread, and the record. */
+ * elements past count left unread, and the record. Every kernel set
+ * (LOCUS_CPU_ISA generic, avx2, avx512; one this CPU lacks is skipped
+ * with a line saying so), the sum's accuracy on a long vector, ties
+ * between -0 and +0, and bitwise repeatable results. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,15 +186,110 @@ static void test_device(locus_context *ctx, locus_device *dev)
         test_length(ctx, dev, lengths[i]);
 }
 
-int main(int argc, char **argv)
+/* 2^24 uniform [0, 1) values: an f32 running sum stalls near 2^24 and
+ * is off by tens of percent; the issue asks for better than 1e-6 relative
+ * at 2^28 (locus bench measures that), and double accumulation gives
+ * about 1e-12 here. The same input twice must give the same bits. */
+#define LONG_COUNT ((size_t)1 << 24)
+#define LONG_TOLERANCE 1e-9
+
+static void test_long_sum(locus_context *ctx, locus_device *dev)
 {
-    test_seed(argc, argv);
+    float *x = NULL;
+    locus_buffer *buf = NULL;
+    if (TEST_OK(locus_buffer_create(ctx, LONG_COUNT * sizeof *x, NULL, &buf)) !=
+        LOCUS_SUCCESS)
+        return;
+    if (TEST_OK(locus_buffer_map(buf, LOCUS_MAP_WRITE, (void **)&x)) !=
+        LOCUS_SUCCESS)
+        goto destroy;
+    double exact = 0.0;
+    for (size_t i = 0; i < LONG_COUNT; i++) {
+        x[i] = (float)test_rng_unit();
+        exact += x[i];
+    }
+    TEST_OK(locus_buffer_unmap(buf));
+    double first =
+        run_reduce(ctx, dev, buf, LOCUS_REDUCE_SUM, LONG_COUNT, "long sum");
+    double err = fabs(first - exact) / exact;
+    TEST_EXPECT(err <= LONG_TOLERANCE,
+                "sum of 2^24 uniform [0,1): got %.17g, reference %.17g, "
+                "relative error %.3g",
+                first, exact, err);
+    double again = run_reduce(ctx, dev, buf, LOCUS_REDUCE_SUM, LONG_COUNT,
+                              "long sum again");
+    TEST_EXPECT(memcmp(&first, &again, sizeof first) == 0,
+                "sum of 2^24 values: %.17g then %.17g, not bitwise equal",
+                first, again);
+destroy:
+    locus_buffer_destroy(buf);
+}
+
+/* Among -0 and +0, the first in index order is the result, whatever the
+ * kernel's lanes do (vector min/max return either). */
+static void test_signed_zeros(locus_context *ctx, locus_device *dev)
+{
+    static const size_t lengths[] = {5, 64, 1000, 70001};
+    for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
+        size_t n = lengths[l];
+        float *x = malloc(n * sizeof *x);
+        locus_buffer *buf = NULL;
+        if (!TEST_EXPECT(x != NULL, "out of memory") ||
+            TEST_OK(locus_buffer_create(ctx, n * sizeof *x, NULL, &buf)) !=
+                LOCUS_SUCCESS) {
+            free(x);
+            return;
+        }
+        for (int sign = 0; sign < 2; sign++) {
+            /* Positive data with zeros of both signs; the first decides. */
+            fill(x, n, 1.0, 2.0);
+            size_t at = test_rng_range(0, n - 2);
+            x[at] = sign ? -0.0f : 0.0f;
+            for (size_t i = at + 1; i < n; i += 3)
+                x[i] = sign ? 0.0f : -0.0f;
+            if (TEST_OK(locus_buffer_write(buf, 0, x, n * sizeof *x)) !=
+                LOCUS_SUCCESS)
+                continue;
+            double min = run_reduce(ctx, dev, buf, LOCUS_REDUCE_MIN, n, "zero");
+            TEST_EXPECT(min == 0.0 && signbit(min) == (sign != 0),
+                        "min of zeros n=%zu, first %s0 at %zu: got %g", n,
+                        sign ? "-" : "+", at, min);
+            for (size_t i = 0; i < n; i++)
+                x[i] = -x[i];
+            if (TEST_OK(locus_buffer_write(buf, 0, x, n * sizeof *x)) !=
+                LOCUS_SUCCESS)
+                continue;
+            double max = run_reduce(ctx, dev, buf, LOCUS_REDUCE_MAX, n, "zero");
+            TEST_EXPECT(max == 0.0 && signbit(max) == (sign == 0),
+                        "max of zeros n=%zu, first %s0 at %zu: got %g", n,
+                        sign ? "+" : "-", at, max);
+        }
+        locus_buffer_destroy(buf);
+        free(x);
+    }
+}
+
+static void test_isa(const char *isa)
+{
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.cpu_isa = isa;
     locus_context *ctx = NULL;
-    if (TEST_OK(locus_context_create(NULL, &ctx)) != LOCUS_SUCCESS)
-        return 1;
+    locus_status status = locus_context_create(&options, &ctx);
+    if (status == LOCUS_ERROR_BAD_ENVIRONMENT) {
+        printf("skipping %s: not supported (%s)\n", isa, locus_last_error());
+        return;
+    }
+    if (TEST_OK(status) != LOCUS_SUCCESS)
+        return;
+    printf("isa %s\n", isa);
+    fflush(stdout);
     locus_device *dev = NULL;
-    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS)
+    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
         test_device(ctx, dev);
+        test_long_sum(ctx, dev);
+        test_signed_zeros(ctx, dev);
+    }
 
     size_t count = 0;
     TEST_OK(locus_device_count(ctx, &count));
@@ -207,8 +305,15 @@ int main(int argc, char **argv)
         printf("also on %s\n", info.selector);
         test_device(ctx, d);
     }
-
     locus_context_destroy(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    test_seed(argc, argv);
+    static const char *const isas[] = {"generic", "avx2", "avx512"};
+    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
+        test_isa(isas[i]);
     printf("%s: %d failure(s)\n", argv[0], test_failures());
     return test_exit_code();
 }

@@ -135,8 +135,12 @@ static void test_untouched_and_zero_pages(void)
     size_t placed_pages = 0;
     for (int n = 0; n < LOCUS_MAX_NUMA_NODES; n++)
         placed_pages += report.pages_on_node[n];
+    /* The zero page is EFAULT everywhere. Pages never touched are ENOENT
+     * on recent kernels, but EFAULT where the range has no page table yet
+     * (Linux 6.1's follow_page with FOLL_DUMP, seen in the 2-node VM). */
     TEST_EXPECT(report.pages_total == 4 && placed_pages == 1 &&
-                    report.pages_untouched == 2 && report.pages_unmapped == 1,
+                    report.pages_unmapped >= 1 &&
+                    report.pages_untouched + report.pages_unmapped == 3,
                 "pages: %zu total, %zu placed, %zu untouched, %zu zero",
                 report.pages_total, placed_pages, report.pages_untouched,
                 report.pages_unmapped);

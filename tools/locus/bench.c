@@ -46,7 +46,7 @@ void bench_usage(FILE *out)
         "  conv    N,C,H,W,K,R,S[,stride[,pad]]: batch, input channels,\n"
         "          height, width, filters, filter height and width, stride\n"
         "          (1) and zero padding (0); one layer per --size; the\n"
-        "          default is four ResNet-50 layers\n"
+        "          default is four ResNet-50 layers at batch 1 and 8\n"
         "\n"
         "checking:\n"
         "  max rel err is max |result - reference| / sum |terms| over the\n"
@@ -193,12 +193,12 @@ static bool parse_conv_layer(bench_request *request, const char *text)
 static const char *const default_reduce_sizes[] = {"1048576", "16777216"};
 static const char *const default_gemm_sizes[] = {"256", "512", "1024"};
 /* ResNet-50: the first 3x3 of stage 1, a 1x1 expansion, the 7x7/2 stem,
- * and a 3x3 of stage 3. */
+ * and a 3x3 of stage 3, at batch 1 (inference) and 8. */
 static const char *const default_conv_sizes[] = {
-    "1,64,56,56,64,3,3,1,1",
-    "1,64,56,56,256,1,1,1,0",
-    "1,3,224,224,64,7,7,2,3",
-    "1,256,14,14,256,3,3,1,1",
+    "1,64,56,56,64,3,3,1,1",  "1,64,56,56,256,1,1,1,0",
+    "1,3,224,224,64,7,7,2,3", "1,256,14,14,256,3,3,1,1",
+    "8,64,56,56,64,3,3,1,1",  "8,64,56,56,256,1,1,1,0",
+    "8,3,224,224,64,7,7,2,3", "8,256,14,14,256,3,3,1,1",
 };
 
 /* Parses one --size argument for the request's op; false on a bad value. */

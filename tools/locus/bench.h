@@ -55,6 +55,33 @@ typedef struct bench_settings {
 
 #define BENCH_MAX_DIMS 12
 
+/* References: the same work done by another implementation (a vendor
+ * library, a plain loop) or a hardware limit (memory bandwidth), measured
+ * in the same run on the same inputs, so a script can compare without
+ * trusting figures from another day.
+ *
+ * Interface for adding one (stable; see bench_ref_*.c for examples):
+ *  - write `void bench_reference_<op>(const bench_reference_input *input,
+ *    bench_result *result)` in its own bench_ref_<name>.c, guarded by its
+ *    LOCUS_HAVE_<LIB> define (tools/meson.build sets it when the library
+ *    is found) so the tool builds without it;
+ *  - time the work with bench_time_best() and record it with
+ *    bench_add_reference(); several references per result are fine, in
+ *    the order they are added;
+ *  - call it from run_references() in bench_ops.c for its op.
+ * The first reference is the result's "reference" in JSON and its "ratio";
+ * every reference, the first included, is listed under "references" with
+ * its own ratio. The ratio is the reference's seconds over ours: above 1,
+ * Locus is faster. */
+typedef struct bench_reference {
+    char name[64];  /* e.g. "openblas cblas_sgemm", "read bandwidth" */
+    double seconds; /* best of the timed runs, as ours */
+    double gflops;  /* the op's counted flops over seconds */
+    double gbps;    /* the op's fewest bytes over seconds */
+} bench_reference;
+
+#define BENCH_MAX_REFERENCES 4
+
 typedef struct bench_result {
     const char *op; /* "reduce", "gemm", "conv2d", as in records */
     char device[32];
@@ -75,6 +102,9 @@ typedef struct bench_result {
     size_t checked_entries;
     size_t output_entries;
     bool passed;
+
+    bench_reference references[BENCH_MAX_REFERENCES];
+    size_t reference_count;
 
     /* On failure: which step failed, and locus_last_error() copied at once,
      * before cleanup calls replace it. */
@@ -142,5 +172,45 @@ bool bench_shape_fits(const bench_shape *shape);
 locus_status bench_run(locus_context *context, locus_device *device,
                        const bench_settings *settings, const bench_shape *shape,
                        random_state *random, bench_result *result);
+
+/* What a reference implementation is handed: the inputs the op read, in
+ * host memory (the op's buffers mapped for reading; second is NULL for
+ * reduce), the shape and settings, and how many threads to use: the
+ * device's worker count, so the comparison is thread for thread. */
+typedef struct bench_reference_input {
+    const bench_shape *shape;
+    const bench_settings *settings;
+    const float *first, *second;
+    int threads;
+} bench_reference_input;
+
+/* One call of the reference's work; arg is the reference's own state. */
+typedef void (*bench_work_fn)(void *arg);
+
+/* Runs work once to warm up, then settings->repeat times, and returns the
+ * best time in seconds (the statistic Locus's own runs report). */
+double bench_time_best(bench_work_fn work, void *arg,
+                       const bench_settings *settings);
+
+/* Waits until a library's idle threads have stopped spinning (OpenBLAS
+ * and OpenMP runtimes busy-wait for a while after each call), so they do
+ * not take cores from the next measurement. Call after a reference that
+ * ran such threads. */
+void bench_quiesce(void);
+
+/* Appends a reference measured at `seconds` for the result's work (its
+ * flops and bytes give the rates); ignored beyond BENCH_MAX_REFERENCES. */
+void bench_add_reference(bench_result *result, const char *name,
+                         double seconds);
+
+/* The references of each op (bench_ref_*.c). Each adds what it can
+ * measure and nothing when its library was not built in. */
+void bench_reference_gemm(const bench_reference_input *input,
+                          bench_result *result);
+void bench_reference_reduce(const bench_reference_input *input,
+                            bench_result *result);
+/* oneDNN, then im2col + OpenBLAS (bench_ref_conv.h). */
+void bench_reference_conv(const bench_reference_input *input,
+                          bench_result *result);
 
 #endif

@@ -196,6 +196,43 @@ static double tolerance_for(size_t terms, locus_math_mode math)
            4.0 * sqrt((double)terms) * ldexp(1.0, -24);
 }
 
+double bench_time_best(bench_work_fn work, void *arg,
+                       const bench_settings *settings)
+{
+    work(arg);
+    double best = 0.0;
+    for (int run = 0; run < settings->repeat; ++run) {
+        double start = seconds_now();
+        work(arg);
+        double seconds = seconds_now() - start;
+        if (run == 0 || seconds < best) {
+            best = seconds;
+        }
+    }
+    return best;
+}
+
+void bench_quiesce(void)
+{
+    /* OpenBLAS spins 2^28 cycles by default (a tenth of a second at
+     * 3 GHz), libgomp less; a quarter second covers both. */
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 250000000};
+    nanosleep(&pause, NULL);
+}
+
+void bench_add_reference(bench_result *result, const char *name, double seconds)
+{
+    if (result->reference_count == BENCH_MAX_REFERENCES) {
+        return;
+    }
+    bench_reference *reference = &result->references[result->reference_count++];
+    snprintf(reference->name, sizeof(reference->name), "%s", name);
+    reference->seconds = seconds;
+    reference->gflops = seconds > 0.0 ? result->flops / seconds / 1e9 : 0.0;
+    reference->gbps =
+        seconds > 0.0 ? (double)result->bytes / seconds / 1e9 : 0.0;
+}
+
 /* One call of the op under test; fills record. */
 typedef locus_status (*op_call)(void *state, locus_record *record);
 
@@ -634,6 +671,53 @@ static locus_status run_conv(op_state *op, const bench_settings *settings,
     return run_two_input_op(op, &spec, settings, random, label, result);
 }
 
+/* The references of bench.h, on the inputs the op just read. They are CPU
+ * libraries and loops, compared thread for thread with a CPU device; a
+ * device of another backend gets none from here. A reference that cannot
+ * run leaves the result without it, never fails the op. */
+static void run_references(op_state *op, const locus_device_info *info,
+                           const bench_settings *settings,
+                           const bench_shape *shape, const char *label,
+                           bench_result *result)
+{
+    if (strcmp(info->backend, "cpu") != 0) {
+        return;
+    }
+    void *first = NULL, *second = NULL;
+    if (locus_buffer_map(op->inputs[0], LOCUS_MAP_READ, &first) !=
+        LOCUS_SUCCESS) {
+        return;
+    }
+    if (op->inputs[1] != NULL && locus_buffer_map(op->inputs[1], LOCUS_MAP_READ,
+                                                  &second) != LOCUS_SUCCESS) {
+        locus_buffer_unmap(op->inputs[0]);
+        return;
+    }
+    progress_show("%s: references", label);
+    bench_reference_input input = {
+        .shape = shape,
+        .settings = settings,
+        .first = first,
+        .second = second,
+        .threads = info->compute_units > 0 ? info->compute_units : 1,
+    };
+    switch (shape->op) {
+    case BENCH_REDUCE:
+        bench_reference_reduce(&input, result);
+        break;
+    case BENCH_GEMM:
+        bench_reference_gemm(&input, result);
+        break;
+    case BENCH_CONV:
+        bench_reference_conv(&input, result);
+        break;
+    }
+    if (op->inputs[1] != NULL) {
+        locus_buffer_unmap(op->inputs[1]);
+    }
+    locus_buffer_unmap(op->inputs[0]);
+}
+
 locus_status bench_run(locus_context *context, locus_device *device,
                        const bench_settings *settings, const bench_shape *shape,
                        random_state *random, bench_result *result)
@@ -662,6 +746,9 @@ locus_status bench_run(locus_context *context, locus_device *device,
     case BENCH_CONV:
         status = run_conv(&op, settings, shape, random, label, result);
         break;
+    }
+    if (status == LOCUS_SUCCESS) {
+        run_references(&op, &info, settings, shape, label, result);
     }
     /* Destroying waits for the op; NULL handles are ignored. */
     locus_buffer_destroy(op.output);

@@ -31,6 +31,15 @@ static double per_second(double amount, double seconds)
     return seconds > 0.0 ? amount / seconds : 0.0;
 }
 
+/* The reference's time over ours: above 1, Locus is faster. */
+static double reference_ratio(const bench_result *result,
+                              const bench_reference *reference)
+{
+    return result->best_seconds > 0.0
+               ? reference->seconds / result->best_seconds
+               : 0.0;
+}
+
 static void print_result_rows(const bench_outcome *outcome)
 {
     static const char *const headers[] = {
@@ -77,6 +86,51 @@ static void print_result_rows(const bench_outcome *outcome)
     }
     table_print(&results, stdout, 0);
     table_free(&results);
+}
+
+/* Each result's references side by side with ours: one row per
+ * reference, so an op with several (reduce: bandwidth and a plain loop)
+ * shows them all. */
+static void print_reference_rows(const bench_outcome *outcome)
+{
+    static const char *const headers[] = {"op",        "device", "shape",
+                                          "reference", "time",   "GFLOP/s",
+                                          "GB/s",      "ours",   "ratio"};
+    table rows;
+    table_init(&rows, sizeof(headers) / sizeof(headers[0]), headers);
+    for (size_t column = 4; column <= 8; ++column) {
+        table_align_right(&rows, column);
+    }
+    bool any = false;
+    for (size_t i = 0; i < outcome->result_count; ++i) {
+        const bench_result *result = &outcome->results[i];
+        for (size_t r = 0; r < result->reference_count; ++r) {
+            const bench_reference *reference = &result->references[r];
+            char text[64];
+            any = true;
+            table_add_row(&rows);
+            table_set(&rows, 0, "%s", result->op);
+            table_set(&rows, 1, "%s", result->device);
+            table_set(&rows, 2, "%s", result->shape);
+            table_set(&rows, 3, "%s", reference->name);
+            format_seconds(reference->seconds, text, sizeof(text));
+            table_set(&rows, 4, "%s", text);
+            format_rate(reference->gflops, text, sizeof(text));
+            table_set(&rows, 5, "%s", text);
+            format_rate(reference->gbps, text, sizeof(text));
+            table_set(&rows, 6, "%s", text);
+            format_seconds(result->best_seconds, text, sizeof(text));
+            table_set(&rows, 7, "%s", text);
+            table_set(&rows, 8, "%.2f", reference_ratio(result, reference));
+        }
+    }
+    if (any) {
+        printf("\n");
+        table_print(&rows, stdout, 0);
+        printf("ratio: the reference's time over ours (above 1: Locus is "
+               "faster), same inputs, same thread count\n");
+    }
+    table_free(&rows);
 }
 
 /* What the columns mean, then what did not run and what failed. */
@@ -138,6 +192,7 @@ void bench_print_table(const bench_request *request,
         printf("no results\n");
     } else {
         print_result_rows(outcome);
+        print_reference_rows(outcome);
     }
     print_notes(request, outcome);
 }
@@ -153,6 +208,28 @@ static const char *math_name(locus_math_mode math)
         break;
     }
     return "fp32";
+}
+
+/* {"name", "seconds", "gflops", "gbps"}, plus "ratio" when result is
+ * given (the entries of "references"). */
+static void write_reference_json(json_writer *json,
+                                 const bench_reference *reference,
+                                 const bench_result *result)
+{
+    json_begin_object(json);
+    json_key(json, "name");
+    json_string(json, reference->name);
+    json_key(json, "seconds");
+    json_double(json, reference->seconds);
+    json_key(json, "gflops");
+    json_double(json, reference->gflops);
+    json_key(json, "gbps");
+    json_double(json, reference->gbps);
+    if (result != NULL) {
+        json_key(json, "ratio");
+        json_double(json, reference_ratio(result, reference));
+    }
+    json_end_object(json);
 }
 
 static void write_result_json(json_writer *json, const bench_request *request,
@@ -218,11 +295,25 @@ static void write_result_json(json_writer *json, const bench_request *request,
     json_uint(json, result->record.bytes_from_device);
     json_key(json, "workspace_bytes");
     json_uint(json, result->record.workspace_bytes);
-    /* Vendor libraries come later; the keys are part of the contract. */
+    /* The keys are part of the contract: null when nothing was measured. */
     json_key(json, "reference");
-    json_null(json);
+    if (result->reference_count > 0) {
+        write_reference_json(json, &result->references[0], NULL);
+    } else {
+        json_null(json);
+    }
     json_key(json, "ratio");
-    json_null(json);
+    if (result->reference_count > 0 && result->best_seconds > 0.0) {
+        json_double(json, reference_ratio(result, &result->references[0]));
+    } else {
+        json_null(json);
+    }
+    json_key(json, "references");
+    json_begin_array(json);
+    for (size_t i = 0; i < result->reference_count; ++i) {
+        write_reference_json(json, &result->references[i], result);
+    }
+    json_end_array(json);
     json_end_object(json);
 }
 

@@ -13,9 +13,11 @@
 /* Each takes the arguments after its own name (argv[0] is the name). */
 int info_command(int argc, char **argv);
 int bench_command(int argc, char **argv);
+int numa_command(int argc, char **argv);
 
 void info_usage(FILE *out);
 void bench_usage(FILE *out);
+void numa_usage(FILE *out);
 
 /* "locus: <what>: <locus_last_error()>" on stderr. */
 void report_locus_failure(const char *what_format, ...)

@@ -27,6 +27,10 @@ static const subcommand subcommands[] = {
      "time reduce, gemm and conv on a device, checked against "
      "float64",
      bench_command, bench_usage},
+    {"numa",
+     "NUMA distances, measured bandwidth and latency, page placement, "
+     "findings",
+     numa_command, numa_usage},
 };
 
 #define SUBCOMMAND_COUNT (sizeof(subcommands) / sizeof(subcommands[0]))

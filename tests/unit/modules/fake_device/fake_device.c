@@ -14,7 +14,9 @@ typedef struct fake_state {
 } fake_state;
 
 /* The transfers show in the record (bytes_to_device, bytes_from_device);
- * LOCUS_TEST_FAKE_ALLOC_FAILS=1 makes every allocation fail. */
+ * LOCUS_TEST_FAKE_ALLOC_FAILS=1 makes every allocation fail, and
+ * LOCUS_TEST_FAKE_NUMA_MASK gives the device nearest NUMA nodes (a mask of
+ * OS node numbers), for the transfer accounting tests. */
 static locus_status init(const locus_services *services, void *runtime,
                          void **state, size_t *device_count, char *reason,
                          size_t reason_size)
@@ -44,6 +46,9 @@ static locus_status describe(void *state, size_t device,
     info->kind = LOCUS_DEVICE_GPU;
     info->memory_bytes = 1u << 30;
     info->compute_units = 1;
+    const char *mask = getenv("LOCUS_TEST_FAKE_NUMA_MASK");
+    if (mask)
+        info->nearest_numa_mask = strtoull(mask, NULL, 0);
     return LOCUS_SUCCESS;
 }
 

@@ -1,0 +1,37 @@
+/* What the CPU convolution algorithms share: one validated problem, and
+ * for each algorithm the workspace it would allocate (so `auto` can
+ * compare before choosing) and the driver that runs it. MEC's are in
+ * mec.h. */
+#ifndef LOCUS_CPU_CONV2D_H
+#define LOCUS_CPU_CONV2D_H
+
+#include <stddef.h>
+
+#include "cpu_internal.h"
+#include "im2col.h"
+
+typedef struct locus__conv_problem {
+    const locus__cpu_state *state;
+    int node;    /* the device's worker set: -1 (all) or an OS node */
+    int workers; /* its size */
+    locus__conv_shape shape;
+    size_t batch, out_channels; /* N, K */
+    const float *input;         /* N x C x H x W */
+    const float *filter;        /* K x C x R x S */
+    float *output;              /* N x K x P x Q */
+    locus_op_context *op;
+} locus__conv_problem;
+
+/* Bytes of workspace im2col allocates for the problem; 0 (false)
+ * when the count overflows. */
+int locus__cpu_im2col_workspace(const locus__conv_problem *problem,
+                                size_t *bytes);
+
+/* Runs im2col + GEMM over the device's workers and sets the record's
+ * workspace_bytes to what it allocated. */
+locus_status locus__cpu_conv2d_im2col(const locus__conv_problem *problem);
+
+/* a * b into *out; 0 when it overflows. */
+int locus__cpu_mul_size(size_t a, size_t b, size_t *out);
+
+#endif

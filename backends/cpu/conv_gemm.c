@@ -1,0 +1,32 @@
+/* Convolution's GEMM calls, mapped onto gemm.h (see conv_gemm.h). */
+#include "conv_gemm.h"
+
+#include "gemm.h"
+
+size_t locus__cpu_conv_gemm_scratch_floats(size_t m, size_t n, size_t k)
+{
+    return locus__cpu_sgemm_scratch_floats(m, n, k);
+}
+
+void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
+                          size_t k, const float *a, size_t lda, const float *b,
+                          size_t ldb, float *c, size_t ldc, float *scratch)
+{
+    locus__sgemm g = {
+        .trans_a = LOCUS_NO_TRANS,
+        .trans_b = LOCUS_NO_TRANS,
+        .m = m,
+        .n = n,
+        .k = k,
+        .alpha = 1.0f,
+        .beta = 0.0f,
+        .a = a,
+        .lda = lda,
+        .b = b,
+        .ldb = ldb,
+        .c = c,
+        .ldc = ldc,
+        .isa = isa,
+    };
+    locus__cpu_sgemm_tile(&g, 0, m, 0, n, scratch);
+}

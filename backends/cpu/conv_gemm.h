@@ -1,0 +1,26 @@
+/* The one place the convolutions call the CPU's matrix product. gemm.h is
+ * the GEMM's internal interface and changes with it; im2col and MEC reach
+ * it only through these two functions, so such a change touches one file
+ * (conv_gemm.c). */
+#ifndef LOCUS_CPU_CONV_GEMM_H
+#define LOCUS_CPU_CONV_GEMM_H
+
+#include <stddef.h>
+
+#include "isa.h"
+
+/* Floats of per-thread scratch that locus__cpu_conv_gemm needs for any
+ * product of at most m x n outputs with inner dimension k. */
+size_t locus__cpu_conv_gemm_scratch_floats(size_t m, size_t n, size_t k);
+
+/* C = A B on the calling thread, row-major, no transposes: A is m x k
+ * (leading dimension lda), B is k x n (ldb), C is m x n (ldc) and only
+ * written, never read. scratch holds
+ * locus__cpu_conv_gemm_scratch_floats(m', n', k) floats for some m' >= m,
+ * n' >= n. isa: the backend's kernels (state->isa, which honours
+ * LOCUS_CPU_ISA). */
+void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
+                          size_t k, const float *a, size_t lda, const float *b,
+                          size_t ldb, float *c, size_t ldc, float *scratch);
+
+#endif

@@ -1,0 +1,68 @@
+/* The macro-kernel: the register micro-kernel swept over a packed block
+ * of A (mc x kc) and one of B (kc x nc). Column panels outside, row panels
+ * inside, so one KC x NR micro-panel of B stays in L1 while the A block
+ * streams from L2 (gemm_blocking.c sizes them). */
+#include "gemm_block.h"
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* A tile cut by the edge of C: the kernel computes a whole mr x nr tile
+ * into a local buffer, and only the part inside C is copied in and out.
+ * The arithmetic is the same as for a whole tile, so a result does not
+ * depend on where the edges fall. */
+static void edge_tile(const locus__cpu_isa *isa, size_t rows, size_t cols,
+                      size_t kc, const float *ap, const float *bp, float *c,
+                      size_t ldc, float alpha, float beta)
+{
+    float tile[LOCUS__MAX_MR * LOCUS__MAX_NR] = {0.0f};
+    size_t nr = isa->nr;
+    if (beta != 0.0f)
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                tile[i * nr + j] = c[i * ldc + j];
+    isa->sgemm(kc, ap, bp, tile, nr, alpha, beta);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            c[i * ldc + j] = tile[i * nr + j];
+}
+
+void locus__sgemm_macro(const locus__cpu_isa *isa, size_t mc, size_t nc,
+                        size_t kc, const float *ap, const float *bp, float *c,
+                        size_t ldc, float alpha, float beta)
+{
+    size_t mr = isa->mr, nr = isa->nr;
+    for (size_t jr = 0; jr < nc; jr += nr) {
+        size_t cols = min_size(nr, nc - jr);
+        const float *b = bp + jr * kc;
+        for (size_t ir = 0; ir < mc; ir += mr) {
+            size_t rows = min_size(mr, mc - ir);
+            const float *a = ap + ir * kc;
+            float *ct = c + ir * ldc + jr;
+            if (rows == mr && cols == nr)
+                isa->sgemm(kc, a, b, ct, ldc, alpha, beta);
+            else
+                edge_tile(isa, rows, cols, kc, a, b, ct, ldc, alpha, beta);
+        }
+    }
+}
+
+void locus__sgemm_scale(const locus__sgemm *g, size_t i0, size_t i1, size_t j0,
+                        size_t j1)
+{
+    if (g->beta == 1.0f)
+        return;
+    for (size_t i = i0; i < i1; i++) {
+        float *c = g->c + i * g->ldc;
+        if (g->beta == 0.0f) {
+            /* Stored, not multiplied: NaN or Inf in C must not survive. */
+            for (size_t j = j0; j < j1; j++)
+                c[j] = 0.0f;
+        } else {
+            for (size_t j = j0; j < j1; j++)
+                c[j] *= g->beta;
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/* The CPU kernels in use, chosen at run time BLIS-style: a table filled
+ * with the portable kernels, then overwritten by the best ones this CPU
+ * supports (or the ones LOCUS_CPU_ISA forces). A context keeps its own
+ * table, so contexts forced to different ISAs coexist in one process. */
+#ifndef LOCUS_CPU_ISA_H
+#define LOCUS_CPU_ISA_H
+
+#include <stddef.h>
+
+/* C[0..mr)[0..nr) (rows ldc floats apart) = alpha * sum_p a_p b_p^T
+ * + beta * C, over kc steps of the packed micro-panels: a holds kc
+ * columns of mr floats (a[p * mr + i]), b holds kc rows of nr floats
+ * (b[p * nr + j]). beta == 0: C is only written, never read, so NaN there
+ * does not propagate. */
+typedef void (*locus__sgemm_kernel)(size_t kc, const float *a, const float *b,
+                                    float *c, size_t ldc, float alpha,
+                                    float beta);
+
+/* Sum of x[0..n) accumulated in double; n >= 1. */
+typedef double (*locus__sum_kernel)(const float *x, size_t n);
+/* Min or max of x[0..n), n >= 1; *nan set nonzero when any x is NaN. The
+ * value is then unspecified. Between -0 and +0 any may be returned: the
+ * caller settles ties (reduce.c). */
+typedef float (*locus__minmax_kernel)(const float *x, size_t n, int *nan);
+
+typedef struct locus__cpu_isa {
+    const char *name; /* of the best level in the table: "generic", ... */
+    /* gemm: the register tile and its kernel come together. */
+    const char *sgemm_name; /* e.g. "avx2-6x16" */
+    size_t mr, nr;
+    locus__sgemm_kernel sgemm;
+    /* reduce */
+    const char *reduce_name;
+    locus__sum_kernel sum;
+    locus__minmax_kernel min, max;
+} locus__cpu_isa;
+
+/* The largest register tile of any kernel built in, for callers that size
+ * buffers before knowing the table. */
+#define LOCUS__MAX_MR 16
+#define LOCUS__MAX_NR 32
+
+/* Fills isa with the best kernels this CPU supports, capped at `forced`
+ * ("generic", "avx2", "avx512"; NULL: not forced). A forced level the CPU
+ * lacks is never installed (the runtime refuses it earlier); the table
+ * then holds the best level below it. */
+void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced);
+
+/* The table for this CPU, not forced: for kernels called without a
+ * context's table. Filled once, thread-safe. */
+const locus__cpu_isa *locus__cpu_isa_best(void);
+
+#endif

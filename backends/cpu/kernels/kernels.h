@@ -1,0 +1,36 @@
+/* The kernels of each instruction set, one file per ISA so each can be
+ * compiled with its own -m flags (backends/cpu/meson.build). Only isa.c
+ * calls them, and only after checking that the CPU has the ISA. */
+#ifndef LOCUS_CPU_KERNELS_H
+#define LOCUS_CPU_KERNELS_H
+
+#include <stddef.h>
+
+/* Portable C: any CPU. */
+#define LOCUS__GENERIC_MR 4
+#define LOCUS__GENERIC_NR 16
+void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
+                          size_t ldc, float alpha, float beta);
+double locus__sum_generic(const float *x, size_t n);
+float locus__min_generic(const float *x, size_t n, int *nan);
+float locus__max_generic(const float *x, size_t n, int *nan);
+
+/* AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators. */
+#define LOCUS__AVX2_MR 6
+#define LOCUS__AVX2_NR 16
+void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
+                       size_t ldc, float alpha, float beta);
+double locus__sum_avx2(const float *x, size_t n);
+float locus__min_avx2(const float *x, size_t n, int *nan);
+float locus__max_avx2(const float *x, size_t n, int *nan);
+
+/* AVX-512F: 12 x 32 tile, 24 zmm accumulators. */
+#define LOCUS__AVX512_MR 12
+#define LOCUS__AVX512_NR 32
+void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
+                         size_t ldc, float alpha, float beta);
+double locus__sum_avx512(const float *x, size_t n);
+float locus__min_avx512(const float *x, size_t n, int *nan);
+float locus__max_avx512(const float *x, size_t n, int *nan);
+
+#endif

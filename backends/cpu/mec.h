@@ -1,0 +1,17 @@
+/* MEC convolution on the CPU workers (mec.c says how). */
+#ifndef LOCUS_CPU_MEC_H
+#define LOCUS_CPU_MEC_H
+
+#include <stddef.h>
+
+#include "conv2d.h"
+
+/* Bytes of workspace MEC allocates for the problem; 0 (false) when the
+ * count overflows. */
+int locus__cpu_mec_workspace(const locus__conv_problem *problem, size_t *bytes);
+
+/* Runs MEC over the device's workers and sets the record's
+ * workspace_bytes to what it allocated. */
+locus_status locus__cpu_conv2d_mec(const locus__conv_problem *problem);
+
+#endif

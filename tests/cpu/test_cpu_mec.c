@@ -1,0 +1,406 @@
+/* MEC convolution on the CPU devices: against a direct float64 loop and
+ * against im2col on the same inputs, for strides 1 and 2, padding 0, 1 and
+ * 3, kernels 1, 3, 5 and 7, square and non-square kernels and images, odd
+ * sizes, batch 1 and 3 (both of MEC's solutions: one GEMM per output row,
+ * and images batched per GEMM when rows are short), several channels; the
+ * output poisoned with NaN before every run; repeated runs bit-identical;
+ * the workspace each algorithm reports; the algorithm `auto` names. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <locus/locus.h>
+
+#include "test_util.h"
+
+typedef struct conv_case {
+    size_t n, c, h, w; /* input NCHW */
+    size_t k, r, s;    /* filter KCRS */
+    size_t sh, sw;     /* strides */
+    size_t ph, pw;     /* padding */
+} conv_case;
+
+/* Buffers and host copies of one case. */
+typedef struct conv_data {
+    conv_case cc;
+    locus_conv2d_desc desc;
+    size_t p, q, in_count, f_count, out_count;
+    float *in, *f, *out;
+    locus_buffer *bin, *bf, *bout;
+    char what[160];
+} conv_data;
+
+static locus_buffer *upload(locus_context *ctx, const float *x, size_t count)
+{
+    locus_buffer *buf = NULL;
+    if (TEST_OK(locus_buffer_create(ctx, count * sizeof *x, NULL, &buf)) !=
+        LOCUS_SUCCESS)
+        return NULL;
+    if (TEST_OK(locus_buffer_write(buf, 0, x, count * sizeof *x)) !=
+        LOCUS_SUCCESS) {
+        locus_buffer_destroy(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static void data_free(conv_data *d)
+{
+    locus_buffer_destroy(d->bin);
+    locus_buffer_destroy(d->bf);
+    locus_buffer_destroy(d->bout);
+    free(d->in);
+    free(d->f);
+    free(d->out);
+}
+
+/* Random inputs in [-1, 1) (never zeros), uploaded; 0 on failure. */
+static int data_init(locus_context *ctx, const conv_case *cc, conv_data *d)
+{
+    memset(d, 0, sizeof *d);
+    d->cc = *cc;
+    snprintf(d->what, sizeof d->what,
+             "n=%zu c=%zu %zux%zu k=%zu kernel %zux%zu stride %zux%zu pad "
+             "%zux%zu",
+             cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s, cc->sh, cc->sw,
+             cc->ph, cc->pw);
+    locus_conv2d_desc *desc = &d->desc;
+    locus_conv2d_desc_init(desc);
+    desc->dtype = LOCUS_DTYPE_F32;
+    desc->batch = cc->n;
+    desc->in_channels = cc->c;
+    desc->in_height = cc->h;
+    desc->in_width = cc->w;
+    desc->out_channels = cc->k;
+    desc->kernel_height = cc->r;
+    desc->kernel_width = cc->s;
+    desc->stride_h = cc->sh;
+    desc->stride_w = cc->sw;
+    desc->pad_h = cc->ph;
+    desc->pad_w = cc->pw;
+    d->p = (cc->h + 2 * cc->ph - cc->r) / cc->sh + 1;
+    d->q = (cc->w + 2 * cc->pw - cc->s) / cc->sw + 1;
+    d->in_count = cc->n * cc->c * cc->h * cc->w;
+    d->f_count = cc->k * cc->c * cc->r * cc->s;
+    d->out_count = cc->n * cc->k * d->p * d->q;
+    d->in = malloc(d->in_count * sizeof(float));
+    d->f = malloc(d->f_count * sizeof(float));
+    d->out = malloc(d->out_count * sizeof(float));
+    if (!TEST_EXPECT(d->in && d->f && d->out, "%s: out of memory", d->what))
+        return 0;
+    for (size_t i = 0; i < d->in_count; i++)
+        d->in[i] = (float)test_rng_uniform(-1.0, 1.0);
+    for (size_t i = 0; i < d->f_count; i++)
+        d->f[i] = (float)test_rng_uniform(-1.0, 1.0);
+    d->bin = upload(ctx, d->in, d->in_count);
+    d->bf = upload(ctx, d->f, d->f_count);
+    if (TEST_OK(locus_buffer_create(ctx, d->out_count * sizeof(float), NULL,
+                                    &d->bout)) != LOCUS_SUCCESS)
+        return 0;
+    return d->bin && d->bf;
+}
+
+/* Poisons the output, runs the algorithm, reads the result into out (a
+ * host array of out_count floats); 0 on failure. */
+static int run(locus_context *ctx, locus_device *dev, conv_data *d,
+               locus_conv_algorithm algorithm, float *out, locus_record *record)
+{
+    for (size_t i = 0; i < d->out_count; i++)
+        out[i] = NAN;
+    if (TEST_OK(locus_buffer_write(
+            d->bout, 0, out, d->out_count * sizeof(float))) != LOCUS_SUCCESS)
+        return 0;
+    d->desc.algorithm = algorithm;
+    locus_record_init(record);
+    if (TEST_OK(locus_conv2d(ctx, dev, &d->desc, d->bin, d->bf, d->bout,
+                             record)) != LOCUS_SUCCESS) {
+        fprintf(stderr, "  in %s %s\n", locus_conv_algorithm_str(algorithm),
+                d->what);
+        return 0;
+    }
+    return TEST_OK(locus_buffer_read(
+               d->bout, 0, out, d->out_count * sizeof(float))) == LOCUS_SUCCESS;
+}
+
+/* Any f32 summation order of CRS products stays within (CRS + 2) u of
+ * sum |f||x| (u = 2^-24); the tolerance allows twice that. */
+static double tolerance(const conv_case *cc)
+{
+    return 2.0 * ((double)(cc->c * cc->r * cc->s) + 2.0) * 0x1.0p-24;
+}
+
+/* The direct loop in float64: value and magnitude of one output. */
+static void reference(const conv_data *d, size_t n, size_t k, size_t p,
+                      size_t q, double *value, double *magnitude)
+{
+    const conv_case *cc = &d->cc;
+    double ref = 0.0, mag = 0.0;
+    for (size_t c = 0; c < cc->c; c++)
+        for (size_t r = 0; r < cc->r; r++)
+            for (size_t s = 0; s < cc->s; s++) {
+                /* Padded coordinates, unsigned. */
+                size_t y = p * cc->sh + r, x = q * cc->sw + s;
+                if (y < cc->ph || y - cc->ph >= cc->h || x < cc->pw ||
+                    x - cc->pw >= cc->w)
+                    continue;
+                double v =
+                    (double)
+                        d->in[((n * cc->c + c) * cc->h + y - cc->ph) * cc->w +
+                              x - cc->pw] *
+                    d->f[((k * cc->c + c) * cc->r + r) * cc->s + s];
+                ref += v;
+                mag += fabs(v);
+            }
+    *value = ref;
+    *magnitude = mag;
+}
+
+/* out against the direct loop, and against other (im2col's result on the
+ * same inputs) when given: both within tolerance of the magnitude. */
+static void check(const conv_data *d, const float *out, const float *other,
+                  const char *algorithm)
+{
+    const conv_case *cc = &d->cc;
+    double tol = tolerance(cc), worst = 0.0, worst_other = 0.0;
+    size_t worst_at = 0, worst_other_at = 0;
+    for (size_t n = 0; n < cc->n; n++)
+        for (size_t k = 0; k < cc->k; k++)
+            for (size_t p = 0; p < d->p; p++)
+                for (size_t q = 0; q < d->q; q++) {
+                    size_t at = ((n * cc->k + k) * d->p + p) * d->q + q;
+                    double ref, mag;
+                    reference(d, n, k, p, q, &ref, &mag);
+                    /* All taps in the padding: exactly 0. */
+                    double err = mag > 0.0 ? fabs(out[at] - ref) / mag
+                                           : (out[at] == 0.0f ? 0.0 : INFINITY);
+                    if (!(err <= worst)) {
+                        worst = isnan(err) ? INFINITY : err;
+                        worst_at = at;
+                    }
+                    if (!other)
+                        continue;
+                    double diff = mag > 0.0
+                                      ? fabs((double)out[at] - other[at]) / mag
+                                      : (out[at] == other[at] ? 0.0 : INFINITY);
+                    if (!(diff <= worst_other)) {
+                        worst_other = isnan(diff) ? INFINITY : diff;
+                        worst_other_at = at;
+                    }
+                }
+    TEST_EXPECT(worst <= tol,
+                "%s %s: relative error %.3g > %.3g at output element %zu: "
+                "got %.9g",
+                algorithm, d->what, worst, tol, worst_at,
+                (double)out[worst_at]);
+    if (other)
+        TEST_EXPECT(worst_other <= tol,
+                    "%s %s: differs from im2col by %.3g > %.3g at output "
+                    "element %zu: %.9g vs %.9g",
+                    algorithm, d->what, worst_other, tol, worst_other_at,
+                    (double)out[worst_other_at], (double)other[worst_other_at]);
+}
+
+/* MEC and im2col on one case: both against the reference, MEC against
+ * im2col, a second MEC run bit for bit against the first, the records. */
+static void run_case(locus_context *ctx, locus_device *dev, const conv_case *cc)
+{
+    conv_data d;
+    float *im2col = NULL, *again = NULL;
+    if (!data_init(ctx, cc, &d))
+        goto free_data;
+    im2col = malloc(d.out_count * sizeof(float));
+    again = malloc(d.out_count * sizeof(float));
+    if (!TEST_EXPECT(im2col && again, "%s: out of memory", d.what))
+        goto free_data;
+
+    locus_record record;
+    if (!run(ctx, dev, &d, LOCUS_CONV_IM2COL, im2col, &record))
+        goto free_data;
+    check(&d, im2col, NULL, "im2col");
+    if (!run(ctx, dev, &d, LOCUS_CONV_MEC, d.out, &record))
+        goto free_data;
+    TEST_EXPECT(strcmp(record.algorithm, "mec") == 0,
+                "mec %s: record algorithm is \"%s\"", d.what, record.algorithm);
+    TEST_EXPECT(record.workspace_bytes > 0, "mec %s: record shows no workspace",
+                d.what);
+    double flops = 2.0 * (double)d.out_count * (double)(cc->c * cc->r * cc->s);
+    TEST_EXPECT(record.flops == flops,
+                "mec %s: record flops %.17g, expected %.17g", d.what,
+                record.flops, flops);
+    check(&d, d.out, im2col, "mec");
+
+    if (!run(ctx, dev, &d, LOCUS_CONV_MEC, again, &record))
+        goto free_data;
+    TEST_EXPECT(memcmp(d.out, again, d.out_count * sizeof(float)) == 0,
+                "mec %s: a second run gives different bits", d.what);
+
+    if (run(ctx, dev, &d, LOCUS_CONV_AUTO, again, &record)) {
+        TEST_EXPECT(strcmp(record.algorithm, "mec") == 0 ||
+                        strcmp(record.algorithm, "im2col") == 0,
+                    "auto %s: record algorithm is \"%s\", expected mec or "
+                    "im2col",
+                    d.what, record.algorithm);
+        check(&d, again, NULL, "auto");
+    }
+
+free_data:
+    free(im2col);
+    free(again);
+    data_free(&d);
+}
+
+/* Every square kernel, stride and padding the issue names, with batch,
+ * channels, filters and odd, non-square image sizes varied along. */
+static void test_grid(locus_context *ctx, locus_device *dev, int all)
+{
+    static const size_t kernels[] = {1, 3, 5, 7};
+    static const size_t strides[] = {1, 2};
+    static const size_t pads[] = {0, 1, 3};
+    size_t index = 0;
+    for (size_t ki = 0; ki < 4; ki++)
+        for (size_t si = 0; si < 2; si++)
+            for (size_t pi = 0; pi < 3; pi++, index++) {
+                if (!all && index % 5 != 0)
+                    continue;
+                conv_case cc = {
+                    .n = index % 2 ? 3 : 1,
+                    .c = 2 + index % 3 * 2, /* 2, 4, 6 */
+                    .h = 7 + 2 * (index % 5),
+                    .w = 9 + 2 * (index % 4),
+                    .k = 1 + index % 5,
+                    .r = kernels[ki],
+                    .s = kernels[ki],
+                    .sh = strides[si],
+                    .sw = strides[si],
+                    .ph = pads[pi],
+                    .pw = pads[pi],
+                };
+                run_case(ctx, dev, &cc);
+            }
+}
+
+static void test_shapes(locus_context *ctx, locus_device *dev)
+{
+    static const conv_case cases[] = {
+        /* n  c   h   w   k   r  s  sh sw ph pw */
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+        {1, 2, 1, 1, 3, 3, 3, 1, 1, 1, 1},
+        {3, 3, 13, 9, 4, 1, 3, 1, 2, 0, 1},
+        {1, 4, 11, 17, 5, 3, 1, 2, 1, 1, 0},
+        {3, 2, 15, 8, 3, 5, 3, 2, 2, 3, 0},
+        {1, 3, 9, 21, 2, 3, 7, 1, 1, 0, 3},
+        {3, 1, 7, 7, 6, 7, 5, 2, 1, 3, 1},
+        {1, 5, 6, 23, 3, 1, 7, 1, 2, 0, 3},
+        /* padding wider than the kernel: border outputs are all padding */
+        {3, 2, 5, 5, 2, 1, 1, 2, 2, 3, 3},
+        /* kernel exactly the padded size: one output position */
+        {1, 3, 5, 4, 4, 7, 6, 1, 1, 1, 1},
+        /* rows wide enough for one GEMM per (image, row) at batch 3 */
+        {3, 3, 11, 45, 5, 3, 3, 1, 1, 1, 1},
+        {3, 2, 9, 77, 4, 5, 3, 2, 1, 3, 0},
+        /* narrow rows batched per GEMM, a partial last group */
+        {3, 5, 19, 7, 9, 3, 5, 1, 2, 1, 3},
+        /* large enough to cross the GEMM's blocks (RCS 144, K 70) */
+        {2, 16, 47, 45, 70, 3, 3, 1, 1, 1, 1},
+        /* the 7x7 stride-2 stem, smaller */
+        {1, 3, 37, 41, 8, 7, 7, 2, 2, 3, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_case(ctx, dev, &cases[i]);
+    for (int i = 0; i < 8; i++) {
+        conv_case cc = {
+            .n = test_rng_range(1, 3),
+            .c = test_rng_range(1, 6),
+            .h = test_rng_range(1, 25),
+            .w = test_rng_range(1, 40),
+            .k = test_rng_range(1, 8),
+            .r = test_rng_range(1, 7),
+            .s = test_rng_range(1, 7),
+            .sh = test_rng_range(1, 3),
+            .sw = test_rng_range(1, 3),
+            .ph = test_rng_range(0, 3),
+            .pw = test_rng_range(0, 3),
+        };
+        if (cc.h + 2 * cc.ph < cc.r)
+            cc.ph = (cc.r - cc.h + 1) / 2;
+        if (cc.w + 2 * cc.pw < cc.s)
+            cc.pw = (cc.s - cc.w + 1) / 2;
+        run_case(ctx, dev, &cc);
+    }
+}
+
+/* The workspace each algorithm reports for a layer, by running it once on
+ * random inputs. */
+static int workspace_of(locus_context *ctx, locus_device *dev, conv_data *d,
+                        locus_conv_algorithm algorithm, uint64_t *bytes)
+{
+    locus_record record;
+    if (!run(ctx, dev, d, algorithm, d->out, &record))
+        return 0;
+    *bytes = record.workspace_bytes;
+    return 1;
+}
+
+/* On 3x3 stride-1 layers MEC lowers each input row 3 times, im2col 9
+ * times: MEC's workspace must be at most 40% of im2col's (the issue's
+ * target; a byte count, so a fair test). */
+static void test_workspace(locus_context *ctx, locus_device *dev)
+{
+    static const conv_case layers[] = {
+        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}, /* ResNet-50 stage 1 */
+        {3, 32, 40, 36, 16, 3, 3, 1, 1, 1, 1},
+        {1, 16, 64, 64, 32, 3, 3, 1, 1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        conv_data d;
+        uint64_t mec = 0, im2col = 0;
+        if (data_init(ctx, &layers[i], &d) &&
+            workspace_of(ctx, dev, &d, LOCUS_CONV_MEC, &mec) &&
+            workspace_of(ctx, dev, &d, LOCUS_CONV_IM2COL, &im2col)) {
+            printf("workspace %s: mec %llu bytes, im2col %llu (%.1f%%)\n",
+                   d.what, (unsigned long long)mec, (unsigned long long)im2col,
+                   im2col ? 100.0 * (double)mec / (double)im2col : 0.0);
+            TEST_EXPECT(mec > 0 && (double)mec <= 0.4 * (double)im2col,
+                        "%s: mec workspace %llu bytes is more than 40%% of "
+                        "im2col's %llu",
+                        d.what, (unsigned long long)mec,
+                        (unsigned long long)im2col);
+            check(&d, d.out, NULL, "im2col");
+        }
+        data_free(&d);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    test_seed(argc, argv);
+    locus_context *ctx = NULL;
+    if (TEST_OK(locus_context_create(NULL, &ctx)) != LOCUS_SUCCESS)
+        return 1;
+    locus_device *dev = NULL;
+    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
+        test_grid(ctx, dev, 1);
+        test_shapes(ctx, dev);
+        test_workspace(ctx, dev);
+    }
+
+    /* The per-node devices, where the machine has several nodes. */
+    size_t count = 0;
+    TEST_OK(locus_device_count(ctx, &count));
+    for (size_t i = 0; i < count; i++) {
+        locus_device *d = NULL;
+        locus_device_info info;
+        locus_device_info_init(&info);
+        if (TEST_OK(locus_device_get(ctx, i, &d)) != LOCUS_SUCCESS ||
+            TEST_OK(locus_device_get_info(d, &info)) != LOCUS_SUCCESS)
+            continue;
+        if (d == dev || strcmp(info.backend, "cpu") != 0)
+            continue;
+        printf("also on %s\n", info.selector);
+        test_grid(ctx, d, 0);
+    }
+
+    locus_context_destroy(ctx);
+    printf("%s: %d failure(s)\n", argv[0], test_failures());
+    return test_exit_code();
+}

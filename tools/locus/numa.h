@@ -1,0 +1,139 @@
+/* `locus numa`: what the NUMA machine looks like and how it behaves. The
+ * facts are gathered first into a numa_view (numa.c), measured
+ * (numa_measure.c) and read from the kernel (numa_system.c), judged
+ * (numa_findings.c), then written as tables, JSON or SVG (numa_report.c),
+ * so that every form shows the same facts. */
+#ifndef LOCUS_TOOL_NUMA_H
+#define LOCUS_TOOL_NUMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <locus/locus.h>
+
+#define NUMA_MAX_FINDINGS 32
+
+/* HMAT attributes of a memory node as its nearest initiators see it
+ * (/sys/devices/system/node/nodeN/access0/initiators). */
+typedef struct numa_hmat {
+    bool present;
+    long read_bandwidth_mbps; /* -1: not given */
+    long write_bandwidth_mbps;
+    long read_latency_ns;
+    long write_latency_ns;
+    uint64_t initiators; /* OS nodes of the nearest initiators */
+} numa_hmat;
+
+/* /sys/devices/system/node/nodeN/numastat, counted in pages since boot. */
+#define NUMASTAT_FIELDS 6
+extern const char *const numastat_names[NUMASTAT_FIELDS];
+
+typedef struct numa_node_view {
+    locus_numa_node_info info;
+    numa_hmat hmat;
+    bool has_numastat;
+    uint64_t numastat[NUMASTAT_FIELDS];
+} numa_node_view;
+
+/* Where a process's pages and threads are (--pid). */
+typedef struct numa_process {
+    int pid;
+    bool ok;
+    char error[256];
+    char command[64];
+    uint64_t bytes_by_node[LOCUS_MAX_NUMA_NODES]; /* every mapping */
+    uint64_t anon_bytes_by_node[LOCUS_MAX_NUMA_NODES];
+    uint64_t file_bytes_by_node[LOCUS_MAX_NUMA_NODES];
+    int thread_count;
+    int threads_by_node[LOCUS_MAX_NUMA_NODES]; /* by the cpu each last ran on */
+} numa_process;
+
+typedef struct numa_device_view {
+    locus_device_info info;
+    int staging_node; /* where Locus places its staging memory; -1: none */
+} numa_device_view;
+
+typedef struct numa_finding {
+    char kind[32]; /* stable name for scripts */
+    char message[512];
+} numa_finding;
+
+typedef struct numa_options {
+    bool json;
+    const char *svg_path;
+    int pid;              /* 0: none */
+    size_t bytes;         /* per bandwidth pair; 0: chosen by calibration */
+    size_t latency_bytes; /* 0: chosen from bytes */
+    bool measure;
+} numa_options;
+
+typedef struct numa_view {
+    const char *topology_source;
+    bool this_system;
+    /* Why figures of this machine cannot be shown ("topology is
+     * synthetic"), empty when they can. */
+    char not_measured[128];
+
+    size_t node_count;
+    numa_node_view *nodes;
+    unsigned *distances; /* node_count^2, by node order */
+
+    /* Measured matrices, by node order: threads on the row's node, memory
+     * on the column's. NULL when not measured. */
+    double *bandwidth_gbps;
+    double *latency_ns;
+    size_t bandwidth_bytes;
+    size_t latency_bytes;
+    int threads_per_node[LOCUS_MAX_NUMA_NODES];
+    char measure_error[256];
+
+    int balancing; /* /proc/sys/kernel/numa_balancing; -1 unknown */
+    bool has_vmstat;
+    uint64_t migrated_before, migrated_after; /* numa_pages_migrated */
+    double window_seconds;
+
+    char cpus_allowed[256]; /* this process, from /proc/self/status */
+    char cpus_online[256];
+    char mems_allowed[256];
+    char nodes_online[256];
+    int cpus_allowed_count, cpus_online_count;
+
+    char default_placement[64]; /* LOCUS_NUMA as resolved */
+    size_t device_count;
+    numa_device_view *devices;
+
+    bool counters_available;
+    char counters_reason[160];
+
+    numa_process *process; /* NULL without --pid */
+
+    size_t finding_count;
+    numa_finding findings[NUMA_MAX_FINDINGS];
+} numa_view;
+
+/* numa_measure.c: fills the bandwidth and latency matrices. */
+bool numa_measure(locus_context *context, const numa_options *options,
+                  numa_view *view);
+
+/* numa_system.c: the kernel's view of this machine. */
+void numa_read_hmat(int node, numa_hmat *hmat);
+bool numa_read_numastat(int node, uint64_t *values);
+int numa_read_balancing(void);
+bool numa_read_migrated(uint64_t *pages);
+void numa_read_cpusets(numa_view *view);
+void numa_read_process(int pid, numa_process *process);
+bool numa_counters_available(char *why, size_t capacity);
+
+/* numa_findings.c: the problems in plain words. */
+void numa_find(numa_view *view);
+void numa_add_finding(numa_view *view, const char *kind, const char *format,
+                      ...) __attribute__((format(printf, 3, 4)));
+
+/* numa_report.c */
+void numa_write_text(const numa_view *view);
+void numa_write_json(const numa_view *view, FILE *out);
+bool numa_write_svg(const numa_view *view, const char *path);
+
+#endif

@@ -1,0 +1,291 @@
+/* `locus numa`: the measured matrices, through the public API only.
+ *
+ * Bandwidth: a buffer bound to node j (node:j placement, verified by page
+ * query), summed by a reduce on node i's workers (the device cpu:numa=i):
+ * the read rate Locus's own CPU ops get from that memory, with every
+ * worker of the node reading. The best of three runs after a warm-up.
+ *
+ * Latency: this thread pinned to node i's cpus chases pointers through a
+ * buffer bound to node j, one 64-byte slot after another in a random
+ * single cycle (Sattolo's algorithm), so every load depends on the last
+ * and no prefetcher can guess the next: nanoseconds per load, TLB misses
+ * included, as a program that wanders through memory would see. */
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format.h"
+#include "numa.h"
+#include "progress.h"
+#include "table.h"
+
+#define MIB ((size_t)1 << 20)
+#define SLOT 64 /* one cache line per pointer */
+/* Each bandwidth run aims at this long once calibrated, so a slow machine
+ * (an emulator) measures smaller buffers instead of taking minutes. */
+#define TARGET_RUN_SECONDS 0.04
+#define LATENCY_SECONDS 0.05
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static locus_device *device_of_node(locus_context *context, size_t nodes,
+                                    int os_index)
+{
+    char selector[32];
+    /* One node: the per-node devices do not exist; "cpu" is that node. */
+    if (nodes > 1)
+        snprintf(selector, sizeof selector, "cpu:numa=%d", os_index);
+    else
+        snprintf(selector, sizeof selector, "cpu");
+    locus_device *device = NULL;
+    if (locus_device_find(context, selector, &device) != LOCUS_SUCCESS)
+        return NULL;
+    return device;
+}
+
+static locus_buffer *buffer_on(locus_context *context, int node, size_t bytes,
+                               void **host)
+{
+    locus_placement placement;
+    locus_placement_init(&placement);
+    placement.policy = LOCUS_PLACE_NODE;
+    placement.node = node;
+    locus_buffer *buffer = NULL;
+    if (locus_buffer_create(context, bytes, &placement, &buffer) !=
+        LOCUS_SUCCESS)
+        return NULL;
+    if (locus_buffer_map(buffer, LOCUS_MAP_READ_WRITE, host) != LOCUS_SUCCESS) {
+        locus_buffer_destroy(buffer);
+        return NULL;
+    }
+    return buffer;
+}
+
+/* Seconds of the fastest of `runs` reduces of the buffer on the device;
+ * negative on failure. */
+static double best_reduce(locus_context *context, locus_device *device,
+                          locus_buffer *buffer, size_t bytes, int runs)
+{
+    locus_reduce_desc desc;
+    locus_reduce_desc_init(&desc);
+    desc.count = bytes / sizeof(float);
+    double best = -1;
+    for (int run = 0; run < runs; run++) {
+        double sum;
+        locus_record record;
+        locus_record_init(&record);
+        if (locus_reduce(context, device, &desc, buffer, &sum, &record) !=
+            LOCUS_SUCCESS)
+            return -1;
+        /* The record's time is the op's, not the accounting after it. */
+        if (best < 0 || record.seconds < best)
+            best = record.seconds;
+    }
+    return best;
+}
+
+static double bandwidth(locus_context *context, locus_device *device,
+                        int memory_node, size_t bytes, char *error,
+                        size_t capacity)
+{
+    void *host = NULL;
+    locus_buffer *buffer = buffer_on(context, memory_node, bytes, &host);
+    if (!buffer) {
+        snprintf(error, capacity, "%zu bytes on node %d: %s", bytes,
+                 memory_node, locus_last_error());
+        return NAN;
+    }
+    float *values = host;
+    for (size_t i = 0; i < bytes / sizeof(float); i++)
+        values[i] = (float)(i & 7);
+    locus_buffer_unmap(buffer);
+    double warm = best_reduce(context, device, buffer, bytes, 1);
+    double seconds =
+        warm < 0 ? -1 : best_reduce(context, device, buffer, bytes, 3);
+    locus_buffer_destroy(buffer);
+    if (seconds <= 0) {
+        snprintf(error, capacity, "reduce on node %d memory: %s", memory_node,
+                 locus_last_error());
+        return NAN;
+    }
+    return (double)bytes / seconds / 1e9;
+}
+
+/* A random single cycle over `slots` (Sattolo): next[i] for every slot. */
+static uint32_t *random_cycle(size_t slots)
+{
+    uint32_t *next = malloc(slots * sizeof *next);
+    if (!next)
+        return NULL;
+    for (size_t i = 0; i < slots; i++)
+        next[i] = (uint32_t)i;
+    uint64_t state = 0x9e3779b97f4a7c15u ^ slots;
+    for (size_t i = slots - 1; i > 0; i--) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        size_t j = (size_t)(state % i); /* j < i: one cycle */
+        uint32_t t = next[i];
+        next[i] = next[j];
+        next[j] = t;
+    }
+    return next;
+}
+
+static void add_cpu(long cpu, void *state)
+{
+    if (cpu >= 0 && cpu < CPU_SETSIZE)
+        CPU_SET((int)cpu, (cpu_set_t *)state);
+}
+
+static bool pin_to(const locus_numa_node_info *node)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    cpu_list_for_each(node->cpus, add_cpu, &set);
+    return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+static double latency(locus_context *context, int memory_node, size_t bytes,
+                      const uint32_t *next, char *error, size_t capacity)
+{
+    void *host = NULL;
+    locus_buffer *buffer = buffer_on(context, memory_node, bytes, &host);
+    if (!buffer) {
+        snprintf(error, capacity, "%zu bytes on node %d: %s", bytes,
+                 memory_node, locus_last_error());
+        return NAN;
+    }
+    unsigned char *base = host;
+    size_t slots = bytes / SLOT;
+    for (size_t i = 0; i < slots; i++)
+        *(void **)(base + i * SLOT) = base + (size_t)next[i] * SLOT;
+    void **p = (void **)base;
+    for (size_t i = 0; i < slots; i++) /* warm the TLB and caches once */
+        p = (void **)*p;
+    size_t loads = 0;
+    double start = now(), elapsed;
+    do {
+        for (int i = 0; i < 16384; i++)
+            p = (void **)*p;
+        loads += 16384;
+        elapsed = now() - start;
+    } while (elapsed < LATENCY_SECONDS && loads < 4 * slots);
+    /* The chase must not be optimized away: its end is used. */
+    volatile uintptr_t sink = (uintptr_t)p;
+    (void)sink;
+    locus_buffer_unmap(buffer);
+    locus_buffer_destroy(buffer);
+    return elapsed * 1e9 / (double)loads;
+}
+
+/* Size of the last-level cache, to make the chase buffer outgrow it. */
+static size_t last_level_cache(void)
+{
+    size_t largest = 0;
+    for (int index = 0; index < 8; index++) {
+        char path[96], text[32];
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+        FILE *file = fopen(path, "r");
+        if (!file)
+            break;
+        if (fgets(text, sizeof text, file)) {
+            char *end;
+            size_t size = strtoull(text, &end, 10);
+            size *= *end == 'K' ? 1024 : *end == 'M' ? MIB : 1;
+            largest = size > largest ? size : largest;
+        }
+        fclose(file);
+    }
+    return largest;
+}
+
+/* Sizes from one small run on the first node: the default 64 MiB where
+ * memory is fast, less where it is slow (an emulator), so the report takes
+ * seconds either way. */
+static void choose_sizes(locus_context *context, const numa_options *options,
+                         numa_view *view, locus_device *first)
+{
+    size_t bytes = options->bytes;
+    if (bytes == 0) {
+        bytes = 64 * MIB;
+        char error[64];
+        double rate =
+            first ? bandwidth(context, first, view->nodes[0].info.os_index,
+                              4 * MIB, error, sizeof error)
+                  : NAN;
+        if (rate > 0 && rate * 1e9 * TARGET_RUN_SECONDS < (double)bytes)
+            bytes = (size_t)(rate * 1e9 * TARGET_RUN_SECONDS);
+        if (bytes < 4 * MIB)
+            bytes = 4 * MIB;
+    }
+    bytes = (bytes + 4095) / 4096 * 4096;
+    size_t chase = options->latency_bytes;
+    if (chase == 0) {
+        chase = bytes;
+        size_t cache = last_level_cache();
+        if (options->bytes == 0 && bytes == 64 * MIB && 4 * cache > chase)
+            chase = 4 * cache < 1024 * MIB ? 4 * cache : 1024 * MIB;
+    }
+    chase = (chase + SLOT - 1) / SLOT * SLOT;
+    if (chase / SLOT > UINT32_MAX)
+        chase = (size_t)UINT32_MAX * SLOT;
+    view->bandwidth_bytes = bytes;
+    view->latency_bytes = chase;
+}
+
+bool numa_measure(locus_context *context, const numa_options *options,
+                  numa_view *view)
+{
+    size_t n = view->node_count;
+    locus_device *first = NULL;
+    for (size_t i = 0; i < n && !first; i++)
+        if (view->nodes[i].info.cpu_count > 0)
+            first = device_of_node(context, n, view->nodes[i].info.os_index);
+    choose_sizes(context, options, view, first);
+    view->bandwidth_gbps = xmalloc(n * n * sizeof(double));
+    view->latency_ns = xmalloc(n * n * sizeof(double));
+    uint32_t *next = random_cycle(view->latency_bytes / SLOT);
+    cpu_set_t original;
+    bool restore = sched_getaffinity(0, sizeof original, &original) == 0;
+    char error[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        const locus_numa_node_info *reader = &view->nodes[i].info;
+        locus_device *device =
+            reader->cpu_count > 0 ? device_of_node(context, n, reader->os_index)
+                                  : NULL;
+        locus_device_info info;
+        locus_device_info_init(&info);
+        if (device && locus_device_get_info(device, &info) == LOCUS_SUCCESS)
+            view->threads_per_node[i] = info.compute_units;
+        bool pinned = reader->cpu_count > 0 && pin_to(reader);
+        for (size_t j = 0; j < n; j++) {
+            int memory = view->nodes[j].info.os_index;
+            progress_show("measuring threads on node %d, memory on node %d",
+                          reader->os_index, memory);
+            view->bandwidth_gbps[i * n + j] =
+                device ? bandwidth(context, device, memory,
+                                   view->bandwidth_bytes, error, sizeof error)
+                       : NAN;
+            view->latency_ns[i * n + j] =
+                pinned && next ? latency(context, memory, view->latency_bytes,
+                                         next, error, sizeof error)
+                               : NAN;
+        }
+    }
+    progress_clear();
+    if (restore)
+        sched_setaffinity(0, sizeof original, &original);
+    free(next);
+    snprintf(view->measure_error, sizeof view->measure_error, "%s", error);
+    return true;
+}
