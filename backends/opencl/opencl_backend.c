@@ -7,7 +7,8 @@
  * Contexts and command queues are made at the first memory call on a device,
  * not at init: with NVIDIA's OpenCL each context is a CUDA context (device
  * memory, a fraction of a second), and `locus info` or a run that never
- * touches the device should not pay for one per GPU.
+ * touches the device should not pay for one per GPU. They are then kept for
+ * the life of the process (opencl_queues.c).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "opencl_errors.h"
 #include "opencl_internal.h"
+#include "opencl_queues.h"
 
 /* Allocation failures are the caller's to handle (fall back to another
  * device); everything else is the backend failing. */
@@ -137,14 +139,11 @@ static void opencl_fini(void *opaque)
         return;
     for (size_t i = 0; i < state->count; i++) {
         opencl_device *device = &state->devices[i];
-        /* Release errors cannot be acted on at teardown; the handles are
-         * gone either way. */
-        if (device->queue != NULL) {
+        /* The queue and context belong to the process (opencl_queues.c);
+         * only this state's work is waited for. Every transfer blocks, so
+         * this is a formality until kernels are enqueued. */
+        if (device->queue != NULL)
             clFinish(device->queue);
-            clReleaseCommandQueue(device->queue);
-        }
-        if (device->context != NULL)
-            clReleaseContext(device->context);
         pthread_mutex_destroy(&device->lock);
     }
     free(state->devices);
@@ -186,7 +185,8 @@ static locus_status opencl_device_info(void *opaque, size_t index,
     return LOCUS_SUCCESS;
 }
 
-/* The context and queue of a device, made at first use. */
+/* The device's context and queue (opencl_queues.c), looked up at the
+ * state's first memory call on it. */
 static locus_status device_queue(opencl_state *state, size_t index,
                                  opencl_device **out)
 {
@@ -194,39 +194,23 @@ static locus_status device_queue(opencl_state *state, size_t index,
     if (status != LOCUS_SUCCESS)
         return status;
     opencl_device *device = &state->devices[index];
-    const locus_services *services = state->services;
-    status = LOCUS_SUCCESS;
     pthread_mutex_lock(&device->lock);
     if (device->queue == NULL) {
-        cl_int err = CL_SUCCESS;
-        cl_context_properties properties[] = {
-            CL_CONTEXT_PLATFORM, (cl_context_properties)device->platform, 0};
-        if (device->context == NULL)
-            device->context =
-                clCreateContext(properties, 1, &device->id, NULL, NULL, &err);
-        if (device->context == NULL || err != CL_SUCCESS) {
+        const char *failed = "";
+        cl_int err = locus__opencl_device_queue(device->platform, device->id,
+                                                &device->context,
+                                                &device->queue, &failed);
+        if (err != CL_SUCCESS) {
             device->context = NULL;
-            status = services->fail(
-                status_of(err),
-                "clCreateContext failed on opencl:%zu (%s): "
-                "%s (%d)",
-                index, device->name, locus__opencl_error_name(err), (int)err);
-            goto unlock;
-        }
-        device->queue =
-            clCreateCommandQueue(device->context, device->id, 0, &err);
-        if (device->queue == NULL || err != CL_SUCCESS) {
             device->queue = NULL;
-            status = services->fail(
-                status_of(err),
-                "clCreateCommandQueue failed on opencl:%zu (%s): %s (%d)",
+            status = state->services->fail(
+                status_of(err), "%s failed on opencl:%zu (%s): %s (%d)", failed,
                 index, device->name, locus__opencl_error_name(err), (int)err);
-            goto unlock;
         }
     }
-    *out = device;
-unlock:
     pthread_mutex_unlock(&device->lock);
+    if (status == LOCUS_SUCCESS)
+        *out = device;
     return status;
 }
 

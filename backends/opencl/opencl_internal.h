@@ -23,7 +23,8 @@ typedef struct opencl_device {
     uint64_t max_alloc_bytes;
     uint64_t numa_mask;
 
-    /* Guards the lazy creation of context and queue; both stay until fini. */
+    /* Guards the lookup of context and queue at first use. Both belong to
+     * the process, not to this state (opencl_queues.c). */
     pthread_mutex_t lock;
     cl_context context;
     /* In order, so that a later kernel sees the data of an earlier upload
