@@ -62,13 +62,8 @@ static void load_backends(locus_context *context)
             locus__plugin_load(slot, kinds[i].name,
                                context->config.plugin_path);
         }
-        /* init() may overwrite the reason; keep where it came from. */
-        char origin[sizeof slot->reason];
-        snprintf(origin, sizeof origin, "%s", slot->reason);
         locus__plugin_init(slot, &context->services, context);
-        if (slot->available)
-            snprintf(slot->reason, sizeof slot->reason, "%s", origin);
-        else if (slot->table)
+        if (!slot->available && slot->table)
             locus__log(context, LOCUS_LOG_INFO, "backend %s is absent: %s",
                        slot->name, slot->reason);
         context->backend_count = (size_t)i + 1;

@@ -159,6 +159,14 @@ void locus__plugin_init(locus__backend_slot *slot,
     }
     slot->device_count = devices;
     slot->available = true;
+    /* A backend's own summary ("2 devices on 2 platforms") follows where it
+     * was loaded from. */
+    if (reason[0]) {
+        char origin[sizeof slot->reason];
+        snprintf(origin, sizeof origin, "%s", slot->reason);
+        snprintf(slot->reason, sizeof slot->reason, "%.120s; %.120s", origin,
+                 reason);
+    }
 }
 
 void locus__plugin_unload(locus__backend_slot *slot)
