@@ -225,7 +225,8 @@ INIT = r"""#!/bin/busybox sh
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
+# /tmp stays on the initramfs (already writable): a tmpfs there would hide
+# the test programs of a checkout that lives under /tmp.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp LOCUS_LOG=warn
 {
 echo "LOCUS-VM-BEGIN nodes=$(cat /sys/devices/system/node/online) cpus=$(cat /sys/devices/system/cpu/online)"
