@@ -392,12 +392,6 @@ locus_status locus__cpu_gemm(void *state, size_t device,
                                   services->cache_bytes(s->runtime, 2),
                                   services->cache_sharing(s->runtime, 2),
                                   services->cache_bytes(s->runtime, 3));
-    if (getenv("XMC"))
-        raw.mc = (size_t)atoi(getenv("XMC"));
-    if (getenv("XKC"))
-        raw.kc = (size_t)atoi(getenv("XKC"));
-    if (getenv("XNC"))
-        raw.nc = (size_t)atoi(getenv("XNC"));
     job.blocks.mc = raw.mc;
     job.blocks.kc = locus__sgemm_even_block(g.k, raw.kc, 8);
     job.blocks.nc = locus__sgemm_even_block(g.n, raw.nc, s->isa.nr);

@@ -12,12 +12,45 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/* A whole micro-panel of A as stored (not transposed), mr a constant:
+ * the panel is written in order, one column of mr floats per step, and
+ * the mr source rows are read side by side, each with unit stride. */
+#define PACK_A_ROWS(MR)                                                        \
+    do {                                                                       \
+        for (size_t p = 0; p < kc; p++)                                        \
+            for (size_t i = 0; i < (MR); i++)                                  \
+                dst[p * (MR) + i] = src[i * ld + p];                           \
+    } while (0)
+
+static void pack_a_rows(const float *src, size_t ld, size_t mr, size_t kc,
+                        float *dst)
+{
+    switch (mr) {
+    case 4:
+        PACK_A_ROWS(4);
+        break;
+    case 6:
+        PACK_A_ROWS(6);
+        break;
+    case 12:
+        PACK_A_ROWS(12);
+        break;
+    default:
+        PACK_A_ROWS(mr);
+        break;
+    }
+}
+
 void locus__sgemm_pack_a(const locus__sgemm *g, size_t mr, size_t i0, size_t mc,
                          size_t p0, size_t kc, float *ap)
 {
     for (size_t ir = 0; ir < mc; ir += mr) {
         size_t rows = min_size(mr, mc - ir);
         float *dst = ap + ir * kc;
+        if (g->trans_a == LOCUS_NO_TRANS && rows == mr) {
+            pack_a_rows(g->a + (i0 + ir) * g->lda + p0, g->lda, mr, kc, dst);
+            continue;
+        }
         if (g->trans_a == LOCUS_NO_TRANS) {
             const float *src = g->a + (i0 + ir) * g->lda + p0;
             for (size_t i = 0; i < rows; i++) {

@@ -50,6 +50,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         .nr = LOCUS__GENERIC_NR,
         .sgemm = locus__sgemm_generic,
         .reduce_name = "generic",
+        .sum_name = "generic-f64",
         .sum = locus__sum_generic,
         .min = locus__min_generic,
         .max = locus__max_generic,
@@ -62,6 +63,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->nr = LOCUS__AVX2_NR;
         isa->sgemm = locus__sgemm_avx2;
         isa->reduce_name = "avx2";
+        isa->sum_name = "avx2-block512-f64";
         isa->sum = locus__sum_avx2;
         isa->min = locus__min_avx2;
         isa->max = locus__max_avx2;
@@ -73,6 +75,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->nr = LOCUS__AVX512_NR;
         isa->sgemm = locus__sgemm_avx512;
         isa->reduce_name = "avx512";
+        isa->sum_name = "avx512-block1024-f64";
         isa->sum = locus__sum_avx512;
         isa->min = locus__min_avx512;
         isa->max = locus__max_avx512;

@@ -30,7 +30,8 @@ typedef struct locus__cpu_isa {
     size_t mr, nr;
     locus__sgemm_kernel sgemm;
     /* reduce */
-    const char *reduce_name;
+    const char *reduce_name; /* min and max, e.g. "avx2" */
+    const char *sum_name;    /* e.g. "avx2-block512-f64" */
     locus__sum_kernel sum;
     locus__minmax_kernel min, max;
 } locus__cpu_isa;

@@ -7,11 +7,11 @@
  * input and worker count always gives the same result.
  *
  * The kernels come from the ISA table (isa.h, kernels/reduce_*.c). Sum
- * accumulates in double with independent accumulators: the rounding error
- * is bounded by about n * 2^-53 * sum |x|, far below what an f32 (even
- * pairwise) accumulation gives, and the double result is returned as is
- * rather than rounded to f32. Each kernel adds its lanes in a fixed order,
- * so the bits depend only on the input and the worker count.
+ * accumulates short f32 blocks (vector kernels) or single values (generic)
+ * into double: the error relative to sum |x| stays below 1e-6 at any n,
+ * better than pairwise f32 summation, and the double result is returned
+ * as is rather than rounded to f32. Each kernel adds its lanes in a fixed
+ * order, so the bits depend only on the input and the worker count.
  *
  * Min and max: a NaN anywhere in the input makes the result NaN, as NaN
  * means the data is broken and silently skipping it would hide that (and
@@ -20,7 +20,6 @@
  */
 #include <assert.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "cpu_internal.h"
@@ -150,11 +149,10 @@ locus_status locus__cpu_reduce(void *state, size_t device,
         goto free_partials;
 
     *result = combine(&job, workers);
-    /* e.g. "avx2-f64": the kernels, and the sum's accumulator type. */
-    char algorithm[32];
-    snprintf(algorithm, sizeof algorithm, "%s%s", s->isa.reduce_name,
-             desc->op == LOCUS_REDUCE_SUM ? "-f64" : "");
-    locus__cpu_set_algorithm(op, algorithm);
+    /* The sum's name says how it accumulates: f32 blocks, then f64. */
+    locus__cpu_set_algorithm(op, desc->op == LOCUS_REDUCE_SUM
+                                     ? s->isa.sum_name
+                                     : s->isa.reduce_name);
 
 free_partials:
     free(job.partials);

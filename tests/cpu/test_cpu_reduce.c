@@ -188,10 +188,11 @@ static void test_device(locus_context *ctx, locus_device *dev)
 
 /* 2^24 uniform [0, 1) values: an f32 running sum stalls near 2^24 and
  * is off by tens of percent; the issue asks for better than 1e-6 relative
- * at 2^28 (locus bench measures that), and double accumulation gives
- * about 1e-12 here. The same input twice must give the same bits. */
+ * at 2^28 (locus bench measures that). The kernels' block sums give about
+ * 1e-10 here; the bound leaves room for any seed yet fails anything near
+ * plain f32 accumulation. The same input twice must give the same bits. */
 #define LONG_COUNT ((size_t)1 << 24)
-#define LONG_TOLERANCE 1e-9
+#define LONG_TOLERANCE 1e-7
 
 static void test_long_sum(locus_context *ctx, locus_device *dev)
 {

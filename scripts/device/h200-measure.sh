@@ -1,0 +1,46 @@
+#!/bin/sh
+# One call on the H200 machine: build Locus there, run every suite it can
+# (cuda and both OpenCL platforms included), and take the figures that
+# docs/PERFORMANCE.md and docs/NUMA.md report. OpenBLAS and oneDNN are not
+# on that image: Debian 12's packages travel in .devdeps/ (apt-get download
+# libopenblas0-pthread libopenblas-pthread-dev libopenblas0 libopenblas-dev
+# libdnnl2 libdnnl-dev libgfortran5 libquadmath0) and are unpacked under
+# /opt/deps, never over /. Results go to $OUT (at most 8 files).
+set -u
+out=${OUT:-/tmp/locus-out}
+mkdir -p "$out" /opt/deps
+log="$out/run.log"
+exec 3>&1 >"$log" 2>&1
+for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
+deps=/opt/deps/usr
+export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu/openblas-pthread"
+export LIBRARY_PATH="$LD_LIBRARY_PATH"
+export C_INCLUDE_PATH="$deps/include:$deps/include/x86_64-linux-gnu/openblas-pthread"
+mkdir -p /opt/deps/pc
+sed "s|/usr/|$deps/|g" "$deps/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig/openblas.pc" >/opt/deps/pc/openblas.pc
+export PKG_CONFIG_PATH=/opt/deps/pc
+# NVIDIA's OpenCL library has no ICD file there (shared/DESIGN.md).
+mkdir -p /tmp/icd
+cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
+echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
+export OCL_ICD_VENDORS=/tmp/icd
+
+nproc; lscpu | head -20; nvidia-smi -L
+build=/tmp/locus-build
+meson setup "$build" -Dbuildtype=release || exit 1
+ninja -C "$build" || exit 1
+locus="$build/tools/locus"
+export LOCUS_PLUGIN_PATH="$build/backends/cuda:$build/backends/opencl"
+
+"$locus" info --json >"$out/info.json"
+"$locus" info
+"$locus" numa --json >"$out/numa.json"
+"$locus" numa
+"$locus" bench gemm --device cpu --size 1024,2048,4096 --json >"$out/bench-gemm.json"
+"$locus" bench reduce --device cpu --size 268435456 --json >"$out/bench-reduce.json"
+"$locus" bench conv --device cpu --json >"$out/bench-conv.json"
+meson test -C "$build" --no-rebuild --print-errorlogs \
+    --suite unit --suite cpu --suite opencl --suite cuda --suite numa --suite cli
+cp "$build/meson-logs/testlog.json" "$out/testlog.json"
+grep -E '^(Ok|Fail|Skipped|Timeout):' "$build/meson-logs/testlog.txt" >&3
+echo "done" >&3
