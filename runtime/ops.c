@@ -55,6 +55,8 @@ const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm)
         return "im2col";
     case LOCUS_CONV_MEC:
         return "mec";
+    case LOCUS_CONV_IMPLICIT_GEMM:
+        return "implicit";
     }
     return "unknown";
 }
@@ -542,7 +544,8 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
                            desc->batch, desc->in_channels, desc->out_channels);
     if (desc->algorithm != LOCUS_CONV_AUTO &&
         desc->algorithm != LOCUS_CONV_IM2COL &&
-        desc->algorithm != LOCUS_CONV_MEC)
+        desc->algorithm != LOCUS_CONV_MEC &&
+        desc->algorithm != LOCUS_CONV_IMPLICIT_GEMM)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "conv2d algorithm %d is unknown",
                            (int)desc->algorithm);

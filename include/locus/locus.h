@@ -401,6 +401,8 @@ typedef enum locus_conv_algorithm {
     LOCUS_CONV_AUTO = 0,
     LOCUS_CONV_IM2COL = 1, /* lower to columns, one GEMM */
     LOCUS_CONV_MEC = 2,    /* memory-efficient convolution */
+    /* im2col fused into GEMM packing: no lowered matrix */
+    LOCUS_CONV_IMPLICIT_GEMM = 3,
 } locus_conv_algorithm;
 
 LOCUS_API const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm);

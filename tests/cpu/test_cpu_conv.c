@@ -1,8 +1,9 @@
 /* locus_conv2d on the CPU devices against a direct float64 loop: strides 1
  * and 2, padding 0, 1 and 3, square and non-square kernels from 1 to 7,
  * batch 1 and 3, several input channels, odd image sizes, the output
- * poisoned with NaN beforehand; each algorithm (im2col, MEC, auto); the
- * record. test_cpu_mec.c holds MEC's own tests. */
+ * poisoned with NaN beforehand; each algorithm (im2col, MEC, implicit
+ * GEMM, auto); the record. test_cpu_mec.c and test_cpu_conv_implicit.c
+ * hold MEC's and the implicit GEMM's own tests. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,9 @@ static void run_case(locus_context *ctx, locus_device *dev, const conv_case *cc)
     /* auto names what it ran, never "auto". */
     const char *expected = locus_conv_algorithm_str(cc->algorithm);
     if (cc->algorithm == LOCUS_CONV_AUTO)
-        expected = strcmp(record.algorithm, "mec") == 0 ? "mec" : "im2col";
+        expected = strcmp(record.algorithm, "mec") == 0        ? "mec"
+                   : strcmp(record.algorithm, "implicit") == 0 ? "implicit"
+                                                               : "im2col";
     TEST_EXPECT(strcmp(record.algorithm, expected) == 0,
                 "%s: record algorithm is \"%s\", expected \"%s\"", what,
                 record.algorithm, expected);
@@ -213,9 +216,7 @@ static void test_square(locus_context *ctx, locus_device *dev, int all)
                     .sw = strides[si],
                     .ph = pads[pi],
                     .pw = pads[pi],
-                    .algorithm = index % 3 == 0   ? LOCUS_CONV_AUTO
-                                 : index % 3 == 1 ? LOCUS_CONV_IM2COL
-                                                  : LOCUS_CONV_MEC,
+                    .algorithm = (locus_conv_algorithm)(index % 4),
                 };
                 run_case(ctx, dev, &cc);
             }
@@ -243,6 +244,9 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
         {2, 16, 47, 45, 70, 3, 3, 1, 1, 1, 1, LOCUS_CONV_MEC},
         /* 1x1, stride 1, no padding: im2col reads the input in place */
         {3, 7, 13, 11, 9, 1, 1, 1, 1, 0, 0, LOCUS_CONV_IM2COL},
+        {3, 7, 13, 11, 9, 1, 1, 1, 1, 0, 0, LOCUS_CONV_IMPLICIT_GEMM},
+        {2, 16, 47, 45, 70, 3, 3, 1, 1, 1, 1, LOCUS_CONV_IMPLICIT_GEMM},
+        {1, 3, 9, 21, 2, 3, 7, 1, 1, 0, 3, LOCUS_CONV_IMPLICIT_GEMM},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(ctx, dev, &cases[i]);
@@ -259,7 +263,7 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
             .sw = test_rng_range(1, 3),
             .ph = test_rng_range(0, 3),
             .pw = test_rng_range(0, 3),
-            .algorithm = (locus_conv_algorithm)(i % 3),
+            .algorithm = (locus_conv_algorithm)(i % 4),
         };
         if (cc.h + 2 * cc.ph < cc.r)
             cc.ph = (cc.r - cc.h + 1) / 2;

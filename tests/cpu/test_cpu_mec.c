@@ -236,9 +236,10 @@ static void run_case(locus_context *ctx, locus_device *dev, const conv_case *cc)
 
     if (run(ctx, dev, &d, LOCUS_CONV_AUTO, again, &record)) {
         TEST_EXPECT(strcmp(record.algorithm, "mec") == 0 ||
-                        strcmp(record.algorithm, "im2col") == 0,
-                    "auto %s: record algorithm is \"%s\", expected mec or "
-                    "im2col",
+                        strcmp(record.algorithm, "im2col") == 0 ||
+                        strcmp(record.algorithm, "implicit") == 0,
+                    "auto %s: record algorithm is \"%s\", expected mec, "
+                    "im2col or implicit",
                     d.what, record.algorithm);
         check(&d, again, NULL, "auto");
     }

@@ -34,7 +34,7 @@ void bench_usage(FILE *out)
         "  --repeat N     timed runs after one warm-up (default 5); the best\n"
         "                 time is reported, --json has the median too\n"
         "  --math MODE    gemm and conv: fp32 (default), tf32 or 3xtf32\n"
-        "  --algo ALGO    conv: auto (default), im2col or mec\n"
+        "  --algo ALGO    conv: auto (default), im2col, mec or implicit\n"
         "  --seed N       seed of the random inputs (default: from the "
         "clock)\n"
         "  --json         results as JSON on stdout\n"
@@ -271,6 +271,8 @@ static bool parse_conv_algorithm(const char *text,
         *algorithm = LOCUS_CONV_IM2COL;
     } else if (strcmp(text, "mec") == 0) {
         *algorithm = LOCUS_CONV_MEC;
+    } else if (strcmp(text, "implicit") == 0) {
+        *algorithm = LOCUS_CONV_IMPLICIT_GEMM;
     } else {
         return false;
     }
@@ -344,7 +346,8 @@ static int apply_value_option(bench_request *request, value_option option,
     case OPTION_ALGO:
         if (!parse_conv_algorithm(value, &request->settings.conv_algorithm)) {
             return BENCH_USAGE_ERROR(
-                "bad --algo value \"%s\" (auto, im2col or mec)", value);
+                "bad --algo value \"%s\" (auto, im2col, mec or implicit)",
+                value);
         }
         request->algorithm_given = true;
         break;

@@ -1,0 +1,407 @@
+/* 2-D convolution as an implicit GEMM: per image n,
+ *   output[n] (K x PQ, NCHW: ldc = P * Q) = filter (K x CRS) * col (CRS x PQ)
+ * with col, im2col's column matrix, never built: the B micro-panels the
+ * register kernel reads (kc depth rows by nr output positions) are packed
+ * from a zero-padded copy of the few image rows the current block of
+ * output positions reads (conv_implicit_pack.c), so the workspace is the
+ * packed filter plus, per worker, LOCUS__IMPLICIT_PANELS micro-panels and
+ * that band of rows.
+ *
+ * Loop nest of one worker's share (image n, micro-panel columns [t0, t1),
+ * filter row panels [i0, i1)), outermost first:
+ *  - column blocks of `block_tiles` micro-panels, so that the K x block
+ *    slab of output being accumulated stays in L2 between depth blocks;
+ *    the block's band of padded input rows is copied here;
+ *  - depth blocks of kc (a kc x nr micro-panel of B fills half of L1);
+ *    the packed filter's kc-deep block of the worker's rows stays in L2;
+ *  - groups of LOCUS__IMPLICIT_PANELS micro-panel columns: pack them in
+ *    one sweep of the band (the filter panels streaming through L1
+ *    between two micro-panels would otherwise evict the band's lines),
+ *    then for each
+ *  - row panels: one register-kernel call each, first depth block with
+ *    beta 0 (the output is only written, so NaN there cannot leak), the
+ *    later ones accumulating with beta 1.
+ * Every output element is computed by the same sequence of kernel calls
+ * whichever worker owns it, so results do not depend on the worker count.
+ *
+ * The filter is packed once per call into micro-panels of mr rows (rows
+ * past K zero), depth block by depth block, by a first pool job split over
+ * the row panels; it is the only shared workspace.
+ *
+ * Parallelism. The workers form a wk x wp grid: wk groups split the filter
+ * row panels, wp split the micro-panel columns of the whole batch (the
+ * images' P*Q positions one after the other, cut with services->split, so
+ * a worker writes one contiguous stretch of each output row it owns). The
+ * grid minimizes the largest share, counted in kernel calls plus the B
+ * packing (which a column split shares and a row split repeats): batch 1
+ * keeps both workers busy on a 14x14 image by splitting K, and splits the
+ * positions wherever there are enough of them.
+ *
+ * Workspace. Mapping fresh pages costs ~2.7 us a page on the 2-core VM
+ * (measured with mmap + touch + munmap), as much as the packing of a
+ * whole layer; the buffers come from the
+ * context's packing-buffer cache (gemm_workspace.h), which maps them once
+ * and keeps them, or maps them for the call when another thread holds it.
+ */
+#include <assert.h>
+#include <stdint.h>
+
+#include "conv_implicit.h"
+
+#include "conv_implicit_pack.h"
+
+#define DEFAULT_L1 (32u << 10)
+#define DEFAULT_L2 (256u << 10)
+/* Cost of packing one B micro-panel, in kernel calls of the same depth:
+ * a 16-wide run is 4 SSE loads and stores per depth row, about what one
+ * call's 12 FMAs per depth row take. */
+#define PACK_CALLS 1
+
+typedef struct implicit_plan {
+    size_t mr, nr;
+    size_t crs, pq;
+    size_t tiles;       /* micro-panel columns per image */
+    size_t panels;      /* filter row panels of mr */
+    size_t kc;          /* depth block, all but the last */
+    size_t block_tiles; /* micro-panel columns per output block */
+    size_t panel;       /* floats of a worker's B micro-panel, slack too */
+    size_t band;        /* floats of a worker's band buffer (0: direct) */
+    int wk, wp;         /* worker grid: row groups x column groups */
+    size_t filter;      /* floats of the packed filter, whole pages */
+    size_t stride;      /* floats between two workers' parts, whole pages */
+    size_t bytes;
+} implicit_plan;
+
+typedef struct implicit_job {
+    const locus__conv_problem *problem;
+    const locus_services *services;
+    implicit_plan plan;
+    float *filter; /* packed */
+    float *parts;  /* per worker: a B micro-panel and a band */
+} implicit_job;
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static size_t round_up(size_t value, size_t unit)
+{
+    return ceil_div(value, unit) * unit;
+}
+
+/* Depth block: the B micro-panel (kc x nr) in half of L1, cut evenly and
+ * in multiples of 8 (the kernels' unrolled steps) where that divides. */
+static size_t depth_block(size_t crs, size_t nr, size_t l1)
+{
+    size_t most = l1 / 2 / (nr * sizeof(float)) / 8 * 8;
+    most = most < 64 ? 64 : most > 512 ? 512 : most;
+    size_t blocks = ceil_div(crs, most);
+    return min_size(round_up(ceil_div(crs, blocks), 8), crs);
+}
+
+/* The grid of workers with the smallest largest share (see the top). */
+static void choose_grid(const locus__conv_problem *pr, implicit_plan *plan)
+{
+    size_t columns = pr->batch * plan->tiles, best = SIZE_MAX;
+    size_t workers = (size_t)pr->workers;
+    plan->wk = 1;
+    plan->wp = pr->workers;
+    for (size_t wk = 1; wk <= workers && wk <= plan->panels; wk++) {
+        if (workers % wk != 0)
+            continue;
+        size_t wp = workers / wk;
+        size_t cost =
+            ceil_div(columns, wp) * (ceil_div(plan->panels, wk) + PACK_CALLS);
+        if (cost < best) {
+            best = cost;
+            plan->wk = (int)wk;
+            plan->wp = (int)wp;
+        }
+    }
+}
+
+/* Returns 0 when a count overflows. Every product below is checked, so
+ * the drivers may compute any of them unchecked afterwards. */
+static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
+{
+    const locus__conv_shape *sh = &pr->shape;
+    const locus_services *sv = pr->state->services;
+    void *rt = pr->state->runtime;
+    size_t page_floats = pr->state->page_size / sizeof(float);
+    size_t l1 = sv->cache_bytes(rt, 1), l2 = sv->cache_bytes(rt, 2);
+    int l2_sharing = sv->cache_sharing(rt, 2);
+    if (l1 == 0)
+        l1 = DEFAULT_L1;
+    if (l2 == 0)
+        l2 = DEFAULT_L2;
+    if (l2_sharing > 1)
+        l2 /= (size_t)l2_sharing;
+
+    plan->mr = pr->state->isa.mr;
+    plan->nr = pr->state->isa.nr;
+    size_t rows;
+    if (!locus__cpu_mul_size(sh->channels, sh->kernel_h, &plan->crs) ||
+        !locus__cpu_mul_size(plan->crs, sh->kernel_w, &plan->crs) ||
+        !locus__cpu_mul_size(sh->out_h, sh->out_w, &plan->pq))
+        return 0;
+    plan->tiles = ceil_div(plan->pq, plan->nr);
+    plan->panels = ceil_div(pr->out_channels, plan->mr);
+    if (!locus__cpu_mul_size(plan->panels, plan->mr, &rows) ||
+        !locus__cpu_mul_size(rows, plan->crs, &plan->filter) ||
+        plan->filter > SIZE_MAX - page_floats ||
+        !locus__cpu_mul_size(pr->batch, plan->tiles, &(size_t){0}))
+        return 0;
+    plan->filter = round_up(plan->filter, page_floats);
+    plan->kc = depth_block(plan->crs, plan->nr, l1);
+    choose_grid(pr, plan);
+
+    /* The output slab one worker accumulates: its rows by the block's
+     * columns, in a quarter of L2 (the packed filter block takes most of
+     * the rest). */
+    size_t share_rows = ceil_div(plan->panels, (size_t)plan->wk) * plan->mr;
+    size_t slab_column = share_rows * plan->nr * sizeof(float);
+    plan->block_tiles = share_rows > SIZE_MAX / plan->nr / sizeof(float)
+                            ? 1
+                            : max_size(1, l2 / 4 / slab_column);
+
+    /* The output rows a block of positions spans, for its band. */
+    size_t span = min_size(plan->pq, plan->block_tiles * plan->nr);
+    size_t out_rows = min_size(sh->out_h, (span - 1) / sh->out_w + 2);
+    plan->band = locus__cpu_implicit_band_floats(sh, plan->nr, out_rows);
+    if (plan->band == 0 &&
+        !(sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
+          sh->stride_w == 1 && sh->pad_h == 0 && sh->pad_w == 0))
+        return 0;
+    /* The B micro-panels, each with nr floats of slack, then the band. */
+    plan->panel = round_up((plan->kc + 1) * plan->nr, 16);
+    if (plan->panel > SIZE_MAX / LOCUS__IMPLICIT_PANELS)
+        return 0;
+    plan->panel *= LOCUS__IMPLICIT_PANELS;
+    if (plan->band > SIZE_MAX - plan->panel - page_floats)
+        return 0;
+    size_t part = plan->panel + plan->band;
+    plan->stride = round_up(part, page_floats);
+    size_t floats;
+    if (!locus__cpu_mul_size(plan->stride, (size_t)pr->workers, &floats) ||
+        floats > SIZE_MAX - plan->filter ||
+        !locus__cpu_mul_size(floats + plan->filter, sizeof(float),
+                             &plan->bytes))
+        return 0;
+    return 1;
+}
+
+int locus__cpu_implicit_workspace(const locus__conv_problem *problem,
+                                  size_t *bytes)
+{
+    implicit_plan plan;
+    if (!make_plan(problem, &plan))
+        return 0;
+    *bytes = plan.bytes;
+    return 1;
+}
+
+/* a[p * mr + row] = src[row][p], rows past `rows` zero. Inlined with
+ * constant counts for the common panel, so each step is mr plain moves. */
+static inline void interleave(float *a, const float *const *src, size_t kc,
+                              size_t rows, size_t mr)
+{
+    for (size_t p = 0; p < kc; p++, a += mr) {
+        for (size_t row = 0; row < rows; row++)
+            a[row] = src[row][p];
+        for (size_t row = rows; row < mr; row++)
+            a[row] = 0.0f;
+    }
+}
+
+/* Depth block by depth block, row panels of mr: block b (from depth pc,
+ * kcb deep) starts at pc * panels * mr, panel i of it at i * mr * kcb,
+ * element (p, row) at p * mr + row; rows past K are zero. */
+static void pack_filter_worker(void *arg, int rank, int ranks)
+{
+    const implicit_job *job = arg;
+    const locus__conv_problem *pr = job->problem;
+    const implicit_plan *plan = &job->plan;
+    size_t i0, i1, mr = plan->mr, crs = plan->crs, k = pr->out_channels;
+    job->services->split(plan->panels, 1, rank, ranks, &i0, &i1);
+    if (i0 >= i1)
+        return;
+    size_t first = i0 * mr, end = min_size(i1 * mr, k);
+    job->services->account_read(pr->op, pr->filter + first * crs,
+                                (end - first) * crs * sizeof(float));
+    for (size_t pc = 0; pc < crs; pc += plan->kc) {
+        size_t kcb = min_size(plan->kc, crs - pc);
+        float *block = job->filter + pc * plan->panels * mr;
+        for (size_t i = i0; i < i1; i++) {
+            /* Written in order, read as mr sequential streams. */
+            float *a = block + i * mr * kcb;
+            const float *src[LOCUS__MAX_MR];
+            size_t rows = min_size(mr, k - i * mr);
+            for (size_t row = 0; row < rows; row++)
+                src[row] = pr->filter + (i * mr + row) * crs + pc;
+            if (rows == 6 && mr == 6)
+                interleave(a, src, kcb, 6, 6); /* unrolled for AVX2's 6 */
+            else
+                interleave(a, src, kcb, rows, mr);
+        }
+    }
+}
+
+/* The input rows that output positions [j0, j1) of an image read, one
+ * range per channel (one for the image when that is every row). */
+static void account_input(const implicit_job *job, const float *image,
+                          size_t j0, size_t j1)
+{
+    const locus__conv_shape *sh = &job->problem->shape;
+    size_t first = (j0 / sh->out_w) * sh->stride_h;
+    size_t last = ((j1 - 1) / sh->out_w) * sh->stride_h + sh->kernel_h;
+    size_t y0 = first > sh->pad_h ? first - sh->pad_h : 0;
+    size_t y1 = last > sh->pad_h ? last - sh->pad_h : 0;
+    y1 = min_size(y1, sh->height);
+    if (y0 >= y1)
+        return;
+    size_t plane = sh->height * sh->width;
+    if (y0 == 0 && y1 == sh->height) {
+        job->services->account_read(job->problem->op, image,
+                                    sh->channels * plane * sizeof(float));
+        return;
+    }
+    for (size_t c = 0; c < sh->channels; c++)
+        job->services->account_read(job->problem->op,
+                                    image + c * plane + y0 * sh->width,
+                                    (y1 - y0) * sh->width * sizeof(float));
+}
+
+/* A tile cut by the last output position or the last filter row: the
+ * kernel computes a whole mr x nr tile into a local buffer and only the
+ * part inside the output is copied in (beta 1) and out. The arithmetic is
+ * that of a whole tile, so results do not depend on where edges fall. */
+static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
+                      const float *b, float *c, size_t ldc, size_t rows,
+                      size_t cols, float beta)
+{
+    float tile[LOCUS__MAX_MR * LOCUS__MAX_NR] = {0.0f};
+    size_t nr = isa->nr;
+    if (beta != 0.0f)
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                tile[i * nr + j] = c[i * ldc + j];
+    isa->sgemm(kc, a, b, tile, nr, 1.0f, beta);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            c[i * ldc + j] = tile[i * nr + j];
+}
+
+/* Micro-panel columns [t0, t1) of image n, row panels [i0, i1). */
+static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
+                      size_t i0, size_t i1, float *bp, float *band_buffer)
+{
+    const locus__conv_problem *pr = job->problem;
+    const locus__conv_shape *sh = &pr->shape;
+    const implicit_plan *plan = &job->plan;
+    const locus__cpu_isa *isa = &pr->state->isa;
+    size_t mr = plan->mr, nr = plan->nr, pq = plan->pq, k = pr->out_channels;
+    const float *image = pr->input + n * sh->channels * sh->height * sh->width;
+    float *out = pr->output + n * k * pq;
+    account_input(job, image, t0 * nr, min_size(t1 * nr, pq));
+
+    for (size_t tb = t0; tb < t1; tb += plan->block_tiles) {
+        size_t te = min_size(t1, tb + plan->block_tiles);
+        locus__implicit_band band;
+        locus__cpu_implicit_band(sh, image, nr, tb * nr, min_size(te * nr, pq),
+                                 band_buffer, &band);
+        for (size_t pc = 0; pc < plan->crs; pc += plan->kc) {
+            size_t kcb = min_size(plan->kc, plan->crs - pc);
+            const float *block = job->filter + pc * plan->panels * mr;
+            float beta = pc == 0 ? 0.0f : 1.0f;
+            for (size_t t = tb; t < te; t += LOCUS__IMPLICIT_PANELS) {
+                size_t j0 = t * nr;
+                size_t n = min_size(LOCUS__IMPLICIT_PANELS * nr, pq - j0);
+                size_t stride = plan->panel / LOCUS__IMPLICIT_PANELS;
+                n = min_size(n, (te - t) * nr);
+                locus__cpu_implicit_pack_b(sh, &band, nr, j0, n, pc, kcb, bp,
+                                           stride);
+                for (size_t g = 0; g * nr < n; g++) {
+                    size_t cols = min_size(nr, n - g * nr);
+                    const float *b = bp + g * stride;
+                    for (size_t i = i0; i < i1; i++) {
+                        const float *a = block + i * mr * kcb;
+                        float *c = out + i * mr * pq + j0 + g * nr;
+                        size_t rows = min_size(mr, k - i * mr);
+                        if (rows == mr && cols == nr)
+                            isa->sgemm(kcb, a, b, c, pq, 1.0f, beta);
+                        else
+                            edge_tile(isa, kcb, a, b, c, pq, rows, cols, beta);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void compute_worker(void *arg, int rank, int ranks)
+{
+    const implicit_job *job = arg;
+    const locus__conv_problem *pr = job->problem;
+    const implicit_plan *plan = &job->plan;
+    assert(ranks == plan->wk * plan->wp);
+    (void)ranks;
+    float *part = job->parts + (size_t)rank * plan->stride;
+    float *bp = part, *band_buffer = part + plan->panel;
+
+    size_t i0, i1, t0, t1;
+    job->services->split(plan->panels, 1, rank / plan->wp, plan->wk, &i0, &i1);
+    job->services->split(pr->batch * plan->tiles, 1, rank % plan->wp, plan->wp,
+                         &t0, &t1);
+    if (i0 >= i1)
+        return;
+    for (size_t t = t0; t < t1;) {
+        size_t n = t / plan->tiles, first = t % plan->tiles;
+        size_t end = min_size(plan->tiles, first + (t1 - t));
+        run_share(job, n, first, end, i0, i1, bp, band_buffer);
+        t += end - first;
+    }
+}
+
+locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
+{
+    const locus__cpu_state *s = problem->state;
+    const locus_services *services = s->services;
+    implicit_job job = {.problem = problem, .services = services};
+    if (!make_plan(problem, &job.plan))
+        return services->fail(
+            LOCUS_ERROR_SIZE_OVERFLOW,
+            "conv2d implicit gemm of %zu filters over %zu x %zu x %zu taps "
+            "and %zu x %zu positions overflows",
+            problem->out_channels, problem->shape.channels,
+            problem->shape.kernel_h, problem->shape.kernel_w,
+            problem->shape.out_h, problem->shape.out_w);
+
+    int node = problem->node;
+    size_t bytes = job.plan.bytes;
+    locus__gemm_buffers buffers;
+    locus_status status = locus__gemm_workspace_acquire(
+        s->gemm_workspace, services, s->runtime, 1, &node, &bytes, &buffers);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    job.filter = buffers.memory[0];
+    job.parts = job.filter + job.plan.filter;
+    if (problem->op && problem->op->record)
+        problem->op->record->workspace_bytes = job.plan.bytes;
+
+    status = services->run(s->runtime, problem->node, pack_filter_worker, &job);
+    if (status == LOCUS_SUCCESS)
+        status = services->run(s->runtime, problem->node, compute_worker, &job);
+    locus__gemm_workspace_release(services, s->runtime, &buffers);
+    return status;
+}
