@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buffer.h"
 #include "placement.h"
+#include "fault.h"
 #include "status.h"
 
 /* Pages one list may query one by one in an op: exact for any range up to
@@ -30,8 +32,8 @@ locus_status locus__account_begin(locus__account *account,
     account->topology = topology;
     account->pool = pool;
     account->worker_lists = locus__pool_size(pool);
-    account->lists =
-        calloc((size_t)account->worker_lists + 1, sizeof *account->lists);
+    account->lists = locus__calloc((size_t)account->worker_lists + 1,
+                                   sizeof *account->lists);
     if (!account->lists)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "op accounting");
     for (int i = 0; i <= account->worker_lists; i++)
@@ -115,12 +117,42 @@ static bool resolve_sampled(const locus__read_range *range,
     return true;
 }
 
-static void resolve(const locus__read_range *range, locus__range_list *list)
+void locus__account_use_buffers(locus__account *account,
+                                locus_buffer *const *buffers, size_t count)
+{
+    account->buffers = buffers;
+    account->buffer_count = count;
+}
+
+/* A range inside one of the op's buffers: its page map answers. */
+static bool resolve_in_buffer(const locus__account *account,
+                              const locus__read_range *range,
+                              locus__range_list *list)
+{
+    for (size_t i = 0; i < account->buffer_count; i++) {
+        locus__page_map *map = &account->buffers[i]->page_map;
+        uint64_t local, remote;
+        if (!locus__page_map_covers(map, range->memory, range->bytes))
+            continue;
+        if (!locus__page_map_split(map, range->memory, range->bytes,
+                                   range->near_nodes, &local, &remote))
+            return false;
+        list->local_bytes += local;
+        list->remote_bytes += remote;
+        return true;
+    }
+    return false;
+}
+
+static void resolve(const locus__account *account,
+                    const locus__read_range *range, locus__range_list *list)
 {
     if (range->near_nodes == 0) {
         list->unknown_bytes += range->bytes;
         return;
     }
+    if (resolve_in_buffer(account, range, list))
+        return;
     size_t page = locus__page_size();
     uintptr_t first = (uintptr_t)range->memory & ~(uintptr_t)(page - 1);
     uintptr_t last =
@@ -140,10 +172,11 @@ static void resolve(const locus__read_range *range, locus__range_list *list)
         list->local_bytes += range->bytes;
 }
 
-static void append(locus__range_list *list, const locus__read_range *range)
+static void append(const locus__account *account, locus__range_list *list,
+                   const locus__read_range *range)
 {
     if (list->used == LOCUS__RANGES_PER_LIST) {
-        resolve(range, list);
+        resolve(account, range, list);
         return;
     }
     list->ranges[list->used++] = *range;
@@ -170,7 +203,7 @@ void locus__account_read(locus__account *account, const void *memory,
             list->counters_started = true;
             locus__perf_begin(&list->counters_start);
         }
-        append(list, &range);
+        append(account, list, &range);
         return;
     }
     int position =
@@ -179,7 +212,7 @@ void locus__account_read(locus__account *account, const void *memory,
         range.near_nodes =
             node_bit(account->topology->nodes[position].os_index);
     pthread_mutex_lock(&account->other_lock);
-    append(&account->lists[account->worker_lists], &range);
+    append(account, &account->lists[account->worker_lists], &range);
     pthread_mutex_unlock(&account->other_lock);
 }
 
@@ -191,7 +224,7 @@ void locus__account_transfer(locus_op_context *op, const void *memory,
     locus__account *account = op->runtime_private;
     locus__read_range range = {memory, bytes, near_nodes};
     pthread_mutex_lock(&account->other_lock);
-    append(&account->lists[account->worker_lists], &range);
+    append(account, &account->lists[account->worker_lists], &range);
     pthread_mutex_unlock(&account->other_lock);
 }
 
@@ -224,7 +257,7 @@ void locus__account_finish(locus__account *account,
     for (int i = 0; i <= account->worker_lists; i++) {
         locus__range_list *list = &account->lists[i];
         for (int r = 0; r < list->used; r++)
-            resolve(&list->ranges[r], list);
+            resolve(account, &list->ranges[r], list);
         list->used = 0;
         result->local_bytes += list->local_bytes;
         result->remote_bytes += list->remote_bytes;

@@ -48,6 +48,10 @@ typedef struct locus__account {
     int worker_lists;
     locus__range_list *lists;
     pthread_mutex_t other_lock;
+    /* The op's buffers: a range inside one resolves against its cached
+     * page map instead of asking the kernel. */
+    locus_buffer *const *buffers;
+    size_t buffer_count;
 } locus__account;
 
 /* What an op's accounting came to. */
@@ -61,6 +65,9 @@ typedef struct locus__account_result {
 locus_status locus__account_begin(locus__account *account,
                                   const locus__topology *topology,
                                   const locus__pool *pool);
+/* The op's operand buffers, whose page maps resolve the ranges in them. */
+void locus__account_use_buffers(locus__account *account,
+                                locus_buffer *const *buffers, size_t count);
 /* The calling thread read [memory, memory + bytes). */
 void locus__account_read(locus__account *account, const void *memory,
                          size_t bytes);

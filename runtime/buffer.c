@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "fault.h"
 #include "status.h"
 
 static uint64_t copy_bit(const locus_device *device)
@@ -16,7 +17,7 @@ static uint64_t copy_bit(const locus_device *device)
 static locus_status new_buffer(locus_context *context, size_t bytes,
                                locus_buffer **out)
 {
-    locus_buffer *buffer = calloc(1, sizeof *buffer);
+    locus_buffer *buffer = locus__calloc(1, sizeof *buffer);
     if (!buffer)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "buffer header");
     buffer->context = context;
@@ -30,6 +31,8 @@ static locus_status new_buffer(locus_context *context, size_t bytes,
 
 static void delete_buffer(locus_buffer *buffer)
 {
+    if (buffer->host)
+        locus__page_map_release(&buffer->page_map);
     pthread_mutex_destroy(&buffer->state_lock);
     pthread_rwlock_destroy(&buffer->use_lock);
     free(buffer);
@@ -73,6 +76,7 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
         return status;
     }
     buffer->host = buffer->memory.base;
+    locus__page_map_init(&buffer->page_map, buffer->host, bytes);
     *out = buffer;
     return LOCUS_SUCCESS;
 }
@@ -99,6 +103,7 @@ LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
         return status;
     buffer->wrapped = true;
     buffer->host = memory;
+    locus__page_map_init(&buffer->page_map, memory, bytes);
     *out = buffer;
     return LOCUS_SUCCESS;
 }
@@ -141,6 +146,45 @@ LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
     return LOCUS_SUCCESS;
 }
 
+/* The backend's memory calls, each a fault point for the tests. */
+static locus_status device_alloc(const locus_device *device, size_t bytes,
+                                 void **memory)
+{
+    if (locus__fault_hit(LOCUS__FAULT_DEVICE_ALLOC))
+        return locus__fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
+                           "%s cannot hold %zu bytes (injected fault)",
+                           device->info.selector, bytes);
+    return device->backend->table->alloc(
+        device->backend->state, device->index_in_backend, bytes, memory);
+}
+
+static locus_status device_upload(const locus_device *device, void *memory,
+                                  const void *host, size_t bytes,
+                                  locus_op_context *op)
+{
+    if (locus__fault_hit(LOCUS__FAULT_COPY))
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "upload of %zu bytes to %s failed (injected fault)",
+                           bytes, device->info.selector);
+    return device->backend->table->upload(device->backend->state,
+                                          device->index_in_backend, memory,
+                                          host, bytes, op);
+}
+
+static locus_status device_download(const locus_device *device,
+                                    const void *memory, void *host,
+                                    size_t bytes, locus_op_context *op)
+{
+    if (locus__fault_hit(LOCUS__FAULT_COPY))
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "download of %zu bytes from %s failed (injected "
+                           "fault)",
+                           bytes, device->info.selector);
+    return device->backend->table->download(device->backend->state,
+                                            device->index_in_backend, memory,
+                                            host, bytes, op);
+}
+
 /* With state_lock held: brings the host copy up to date from a device. */
 static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
 {
@@ -151,9 +195,8 @@ static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
         const locus_device *device = &context->devices[d];
         if (!(buffer->valid & copy_bit(device)))
             continue;
-        locus_status status = device->backend->table->download(
-            device->backend->state, device->index_in_backend,
-            buffer->device_memory[d], buffer->host, buffer->bytes, op);
+        locus_status status = device_download(device, buffer->device_memory[d],
+                                              buffer->host, buffer->bytes, op);
         if (status != LOCUS_SUCCESS)
             return status;
         locus__account_transfer(op, buffer->host, buffer->bytes,
@@ -190,8 +233,7 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
     }
     void **copy = &buffer->device_memory[device->ordinal];
     if (!*copy) {
-        status = table->alloc(device->backend->state, device->index_in_backend,
-                              buffer->bytes, copy);
+        status = device_alloc(device, buffer->bytes, copy);
         if (status != LOCUS_SUCCESS) {
             *copy = NULL;
             goto unlock;
@@ -201,8 +243,7 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
         status = refresh_host(buffer, op);
         if (status == LOCUS_SUCCESS)
             status =
-                table->upload(device->backend->state, device->index_in_backend,
-                              *copy, buffer->host, buffer->bytes, op);
+                device_upload(device, *copy, buffer->host, buffer->bytes, op);
         if (status == LOCUS_SUCCESS) {
             locus__account_transfer(op, buffer->host, buffer->bytes,
                                     device->info.nearest_numa_mask);
@@ -309,8 +350,9 @@ LOCUS_API locus_status locus_buffer_map(locus_buffer *buffer,
         if (status == LOCUS_SUCCESS) {
             buffer->mapped = true;
             buffer->map_mode = mode;
-            if (mode & LOCUS_MAP_WRITE)
+            if (mode & LOCUS_MAP_WRITE) {
                 buffer->valid = LOCUS__HOST_COPY;
+            }
             *host = buffer->host;
         }
     }

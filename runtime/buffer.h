@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "context.h"
+#include "page_map.h"
 #include "placement.h"
 
 #define LOCUS__HOST_COPY UINT64_C(1)
@@ -28,6 +29,9 @@ struct locus_buffer {
     void *device_memory[LOCUS__MAX_DEVICES];
     bool mapped;
     locus_map_mode map_mode;
+    /* Where the host copy's pages live, for the ops' local/remote split;
+     * set up once `host` is known. */
+    locus__page_map page_map;
 };
 
 typedef enum locus__access {

@@ -8,6 +8,7 @@
 #include "cpu_backend.h"
 #include "device.h"
 #include "services.h"
+#include "fault.h"
 #include "status.h"
 
 void locus__log(const locus_context *context, locus_log_level level,
@@ -126,7 +127,7 @@ locus_context_create(const locus_context_options *options, locus_context **out)
                            "options struct_size %zu: call "
                            "locus_context_options_init first",
                            options->struct_size);
-    locus_context *context = calloc(1, sizeof *context);
+    locus_context *context = locus__calloc(1, sizeof *context);
     if (!context)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "context");
     pthread_mutex_init(&context->record_lock, NULL);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "status.h"
 
 static const char *const setting_names[LOCUS__SETTING_COUNT] = {
@@ -294,10 +295,13 @@ static bool parse_log(const char *value, locus__config *config, char *resolved,
     return false;
 }
 
-static bool copy_string(const char *value, char **field)
+/* A failed copy is out of memory, not a value that does not parse: the
+ * flag lets locus__config_load tell the two apart. */
+static bool copy_string(const char *value, char **field, locus__config *config)
 {
     free(*field);
-    *field = strdup(value);
+    *field = locus__strdup(value);
+    config->out_of_memory |= *field == NULL;
     return *field != NULL;
 }
 
@@ -305,7 +309,7 @@ static bool parse_record(const char *value, locus__config *config,
                          char *resolved, size_t capacity)
 {
     snprintf(resolved, capacity, "append JSON lines to %s", value);
-    return copy_string(value, &config->record_path);
+    return copy_string(value, &config->record_path, config);
 }
 
 static bool parse_topology(const char *value, locus__config *config,
@@ -316,18 +320,18 @@ static bool parse_topology(const char *value, locus__config *config,
             return false;
         config->topology_synthetic = true;
         snprintf(resolved, capacity, "synthetic %s", value + 10);
-        return copy_string(value + 10, &config->topology);
+        return copy_string(value + 10, &config->topology, config);
     }
     config->topology_synthetic = false;
     snprintf(resolved, capacity, "hwloc XML %s", value);
-    return copy_string(value, &config->topology);
+    return copy_string(value, &config->topology, config);
 }
 
 static bool parse_plugin_path(const char *value, locus__config *config,
                               char *resolved, size_t capacity)
 {
     snprintf(resolved, capacity, "%s, then %s", value, LOCUS_PLUGIN_DIR);
-    return copy_string(value, &config->plugin_path);
+    return copy_string(value, &config->plugin_path, config);
 }
 
 static bool parse_cpu_isa(const char *value, locus__config *config,
@@ -437,7 +441,7 @@ locus_status locus__config_load(locus__config *config,
                      setting_rules[id].default_resolved);
             continue;
         }
-        setting->raw = strdup(value);
+        setting->raw = locus__strdup(value);
         if (!setting->raw) {
             locus__config_release(config);
             return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "copying %s",
@@ -445,6 +449,11 @@ locus_status locus__config_load(locus__config *config,
         }
         if (!setting_rules[id].parse(value, config, setting->resolved,
                                      sizeof setting->resolved)) {
+            if (config->out_of_memory) {
+                locus__config_release(config);
+                return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "copying %s",
+                                   setting_names[id]);
+            }
             locus_status status =
                 locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
                             "%s='%s' (%s) is not %s", setting_names[id], value,

@@ -88,6 +88,7 @@ typedef struct locus__config {
     bool topology_synthetic; /* topology holds a synthetic description */
     char *plugin_path;       /* NULL: only the install dir */
     locus__isa cpu_isa;
+    bool out_of_memory; /* a value could not be copied while loading */
     locus__setting_text settings[LOCUS__SETTING_COUNT];
 } locus__config;
 

@@ -1,6 +1,7 @@
 /* The public ops: validation of descriptors against buffers, device choice,
  * buffer ordering and coherence, the backend call, and the record. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,7 @@ void locus_reduce_desc_init(locus_reduce_desc *desc)
     desc->struct_size = sizeof *desc;
     desc->dtype = LOCUS_DTYPE_F32;
     desc->op = LOCUS_REDUCE_SUM;
+    desc->allow_atomic = 0; /* deterministic unless asked */
 }
 
 void locus_gemm_desc_init(locus_gemm_desc *desc)
@@ -138,6 +140,7 @@ typedef struct op_run {
     locus_device *device;
     operand operands[3];
     size_t operand_count;
+    locus_buffer *buffers[3]; /* the operands' buffers, for accounting */
     locus_record record;
     locus__account account;
     locus_op_context op;
@@ -232,6 +235,9 @@ static locus_status begin_run(op_run *run, const char *op_name)
         &run->account, &run->context->topology, run->context->pool);
     if (status != LOCUS_SUCCESS)
         return status;
+    for (size_t i = 0; i < run->operand_count; i++)
+        run->buffers[i] = run->operands[i].buffer;
+    locus__account_use_buffers(&run->account, run->buffers, run->operand_count);
     run->op.record = &run->record;
     run->op.runtime_private = &run->account;
     run->started = now_seconds();
@@ -283,21 +289,41 @@ static locus_status check_record(const locus_record *record)
     return LOCUS_SUCCESS;
 }
 
+/* A descriptor from a caller built against an older, smaller struct gets
+ * the _init defaults for the fields it lacks (allow_atomic came after
+ * count), so backends always see the whole struct. */
+static locus_status upgrade_reduce_desc(const locus_reduce_desc *given,
+                                        locus_reduce_desc *full)
+{
+    size_t first_version = offsetof(locus_reduce_desc, count) + sizeof(size_t);
+    locus_status status =
+        check_struct(given->struct_size, first_version, "locus_reduce_desc");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    locus_reduce_desc_init(full);
+    size_t known =
+        given->struct_size < sizeof *full ? given->struct_size : sizeof *full;
+    memcpy(full, given, known);
+    full->struct_size = sizeof *full;
+    return LOCUS_SUCCESS;
+}
+
 LOCUS_API locus_status locus_reduce(locus_context *context,
                                     locus_device *device,
-                                    const locus_reduce_desc *desc,
+                                    const locus_reduce_desc *given,
                                     locus_buffer *x, double *result,
                                     locus_record *record)
 {
     locus__clear_error();
-    if (!context || !desc || !x || !result)
+    if (!context || !given || !x || !result)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
                            !context ? "context"
-                           : !desc  ? "desc"
+                           : !given ? "desc"
                            : !x     ? "x"
                                     : "result");
-    locus_status status =
-        check_struct(desc->struct_size, sizeof *desc, "locus_reduce_desc");
+    locus_reduce_desc upgraded;
+    const locus_reduce_desc *desc = &upgraded;
+    locus_status status = upgrade_reduce_desc(given, &upgraded);
     if (status == LOCUS_SUCCESS)
         status = check_record(record);
     if (status == LOCUS_SUCCESS)

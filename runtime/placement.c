@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "status.h"
 
 /* move_pages takes at most this many pages per call here, to bound the
@@ -130,9 +131,13 @@ static locus_status bind_area(const locus__topology *topology, void *base,
             hwloc_bitmap_set(nodes, (unsigned)topology->nodes[i].os_index);
         policy = HWLOC_MEMBIND_INTERLEAVE;
     }
-    int result =
-        hwloc_set_area_membind(topology->hwloc, base, bytes, nodes, policy,
-                               HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_STRICT);
+    int result = -1;
+    if (locus__fault_hit(LOCUS__FAULT_BIND))
+        errno = EIO;
+    else
+        result = hwloc_set_area_membind(
+            topology->hwloc, base, bytes, nodes, policy,
+            HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_STRICT);
     int error = errno;
     hwloc_bitmap_free(nodes);
     if (result != 0)
@@ -184,8 +189,12 @@ locus_status locus__host_alloc(const locus__topology *topology,
         return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
                            "%zu bytes cannot be rounded to pages", bytes);
     out->mapped_bytes = (bytes + page - 1) / page * page;
-    void *base = mmap(NULL, out->mapped_bytes, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *base = MAP_FAILED;
+    if (locus__fault_hit(LOCUS__FAULT_ALLOC))
+        errno = ENOMEM;
+    else
+        base = mmap(NULL, out->mapped_bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "mmap of %zu bytes: %s",
                            out->mapped_bytes, strerror(errno));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "status.h"
 
 /* Reasons are truncated to the slot's size: a long path must not hide the
@@ -80,6 +81,10 @@ static bool try_directory(locus__backend_slot *slot, const char *dir,
                      dir, name);
     if (n < 0 || (size_t)n >= sizeof path || access(path, F_OK) != 0)
         return false;
+    if (locus__fault_hit(LOCUS__FAULT_DLOPEN)) {
+        set_reason(slot, "dlopen failed: %s: injected fault", path);
+        return true;
+    }
     void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!module) {
         set_reason(slot, "dlopen failed: %s", dlerror());

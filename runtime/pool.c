@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "status.h"
 
 typedef struct worker {
@@ -56,6 +57,7 @@ static void pin_worker(const locus__topology *topology, worker *w)
         return;
     hwloc_bitmap_only(set, (unsigned)w->info.cpu);
     w->info.pinned =
+        !locus__fault_hit(LOCUS__FAULT_BIND) &&
         hwloc_set_thread_cpubind(topology->hwloc, w->thread, set, 0) == 0;
     hwloc_bitmap_free(set);
 }
@@ -125,9 +127,9 @@ static int choose_cpus(const locus__topology *topology, int threads,
         return -1;
 
     /* Candidates per node, in logical order. */
-    int *cpu_of = malloc(sizeof(int) * (size_t)unit_count);
-    int *node_of = malloc(sizeof(int) * (size_t)unit_count);
-    bool *taken = calloc((size_t)unit_count, sizeof(bool));
+    int *cpu_of = locus__malloc(sizeof(int) * (size_t)unit_count);
+    int *node_of = locus__malloc(sizeof(int) * (size_t)unit_count);
+    bool *taken = locus__calloc((size_t)unit_count, sizeof(bool));
     int candidates = 0;
     if (!cpu_of || !node_of || !taken) {
         free(cpu_of);
@@ -199,7 +201,7 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
     int limit = hwloc_get_nbobjs_by_type(topology->hwloc, HWLOC_OBJ_PU);
     if (limit <= 0)
         return locus__fail(LOCUS_ERROR_TOPOLOGY, "topology has no cpu");
-    locus__worker_info *chosen = calloc((size_t)limit, sizeof *chosen);
+    locus__worker_info *chosen = locus__calloc((size_t)limit, sizeof *chosen);
     if (!chosen)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "worker list");
     int available = 0;
@@ -217,8 +219,8 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
                            "may use",
                            threads, available ? available : limit);
     }
-    locus__pool *pool = calloc(1, sizeof *pool);
-    worker *workers = calloc((size_t)count, sizeof *workers);
+    locus__pool *pool = locus__calloc(1, sizeof *pool);
+    worker *workers = locus__calloc((size_t)count, sizeof *workers);
     if (!pool || !workers) {
         free(pool);
         free(workers);

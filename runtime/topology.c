@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "status.h"
+#include "topology_xml.h"
 
 static locus_status open_topology(locus__topology *topology,
                                   const char *description, bool synthetic)
@@ -22,6 +24,9 @@ static locus_status open_topology(locus__topology *topology,
         snprintf(topology->source, sizeof topology->source, "synthetic:%s",
                  description);
     } else if (description) {
+        locus_status checked = locus__topology_xml_check(description);
+        if (checked != LOCUS_SUCCESS)
+            return checked;
         if (hwloc_topology_set_xml(topology->hwloc, description) != 0)
             return locus__fail(LOCUS_ERROR_TOPOLOGY,
                                "LOCUS_TOPOLOGY='%s' is not a readable hwloc "
@@ -100,7 +105,7 @@ static locus_status read_nodes(locus__topology *topology)
                            "topology has %d NUMA nodes; Locus handles up to "
                            "%d",
                            count, LOCUS_MAX_NUMA_NODES);
-    topology->nodes = calloc((size_t)count, sizeof *topology->nodes);
+    topology->nodes = locus__calloc((size_t)count, sizeof *topology->nodes);
     if (!topology->nodes)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "%d node records", count);
     topology->node_count = count;
@@ -135,7 +140,8 @@ static void read_distances(locus__topology *topology)
         count == 0)
         return;
     int n = topology->node_count;
-    topology->distances = calloc((size_t)n * (size_t)n, sizeof(unsigned));
+    topology->distances =
+        locus__calloc((size_t)n * (size_t)n, sizeof(unsigned));
     if (topology->distances) {
         /* hwloc's matrix is in its own object order; map it to ours. */
         for (unsigned i = 0; i < distances->nbobjs; i++) {

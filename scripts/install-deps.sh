@@ -4,12 +4,14 @@
 # module is built as well. qemu-system-x86 and busybox-static are for the
 # numa suite's two-node virtual machine (tests/numa/vm), whose kernel is not
 # installed here: the test fetches linux-image-amd64 with `apt-get download`
-# into the build directory.
+# into the build directory. clang (with libFuzzer in libclang-rt-dev) and
+# valgrind are for CI's fuzz and valgrind stages (docs/RELIABILITY.md).
 set -eu
 packages="build-essential meson ninja-build pkg-config python3
   libhwloc-dev hwloc libnuma-dev numactl
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  clang-format qemu-system-x86 busybox-static libopenblas-dev libdnnl-dev"
+  clang-format qemu-system-x86 busybox-static libopenblas-dev libdnnl-dev
+  clang libclang-rt-dev valgrind"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

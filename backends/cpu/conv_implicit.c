@@ -25,8 +25,20 @@
  * whichever worker owns it, so results do not depend on the worker count.
  *
  * The filter is packed once per call into micro-panels of mr rows (rows
- * past K zero), depth block by depth block, by a first pool job split over
- * the row panels; it is the only shared workspace.
+ * past K zero), depth block by depth block; it is the only shared
+ * workspace. It is packed inside the compute job, not by a job of its
+ * own: each dispatch wakes every worker and waits for the last, part of
+ * the ~40-60 us a call cost beyond the arithmetic on the 2-core VM.
+ * Each piece (one row panel of one depth block) has an atomic state
+ * (free, claimed, packed). Just before a worker first uses a depth block
+ * it claims and packs the free pieces of its own rows (workers sharing
+ * rows start at different panels, so they split them), then waits for
+ * the ones others claimed; the pieces it packed are still in its L2
+ * when the kernel reads them (packing the whole filter first sent the
+ * 2.25 MiB of the 256-channel layer's to L3 and back). A barrier would
+ * deadlock where the pool runs the ranks one after the other (a nested
+ * run is inline); a claimed piece is always being packed by a running
+ * worker that waits for nothing.
  *
  * Parallelism. The workers form a wk x wp grid: wk groups split the filter
  * row panels, wp split the micro-panel columns of the whole batch (the
@@ -44,7 +56,9 @@
  * and keeps them, or maps them for the call when another thread holds it.
  */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <threads.h>
 
 #include "conv_implicit.h"
 
@@ -57,17 +71,21 @@
  * call's 12 FMAs per depth row take. */
 #define PACK_CALLS 1
 
+enum { PANEL_FREE, PANEL_CLAIMED, PANEL_PACKED };
+
 typedef struct implicit_plan {
     size_t mr, nr;
     size_t crs, pq;
     size_t tiles;       /* micro-panel columns per image */
     size_t panels;      /* filter row panels of mr */
     size_t kc;          /* depth block, all but the last */
+    size_t blocks;      /* depth blocks */
     size_t block_tiles; /* micro-panel columns per output block */
     size_t panel;       /* floats of a worker's B micro-panel, slack too */
     size_t band;        /* floats of a worker's band buffer (0: direct) */
     int wk, wp;         /* worker grid: row groups x column groups */
     size_t filter;      /* floats of the packed filter, whole pages */
+    size_t flags;       /* floats of the panel states, whole pages */
     size_t stride;      /* floats between two workers' parts, whole pages */
     size_t bytes;
 } implicit_plan;
@@ -76,8 +94,9 @@ typedef struct implicit_job {
     const locus__conv_problem *problem;
     const locus_services *services;
     implicit_plan plan;
-    float *filter; /* packed */
-    float *parts;  /* per worker: a B micro-panel and a band */
+    float *filter;       /* packed */
+    atomic_int *packing; /* per row panel: PANEL_FREE, ... */
+    float *parts;        /* per worker: a B micro-panel and a band */
 } implicit_job;
 
 static size_t min_size(size_t a, size_t b)
@@ -164,6 +183,16 @@ static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
         return 0;
     plan->filter = round_up(plan->filter, page_floats);
     plan->kc = depth_block(plan->crs, plan->nr, l1);
+    plan->blocks = ceil_div(plan->crs, plan->kc);
+    /* The states of the (depth block, row panel) pieces, in whole pages
+     * after the filter (so the filter's alignment carries over to the
+     * parts). blocks * panels <= the filter's floats: no overflow. */
+    if (plan->blocks * plan->panels > SIZE_MAX / sizeof(atomic_int) / 2)
+        return 0;
+    plan->flags =
+        round_up(ceil_div(plan->blocks * plan->panels * sizeof(atomic_int),
+                          sizeof(float)),
+                 page_floats);
     choose_grid(pr, plan);
 
     /* The output slab one worker accumulates: its rows by the block's
@@ -194,8 +223,9 @@ static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
     plan->stride = round_up(part, page_floats);
     size_t floats;
     if (!locus__cpu_mul_size(plan->stride, (size_t)pr->workers, &floats) ||
-        floats > SIZE_MAX - plan->filter ||
-        !locus__cpu_mul_size(floats + plan->filter, sizeof(float),
+        plan->filter > SIZE_MAX - plan->flags ||
+        floats > SIZE_MAX - plan->filter - plan->flags ||
+        !locus__cpu_mul_size(floats + plan->filter + plan->flags, sizeof(float),
                              &plan->bytes))
         return 0;
     return 1;
@@ -211,8 +241,8 @@ int locus__cpu_implicit_workspace(const locus__conv_problem *problem,
     return 1;
 }
 
-/* a[p * mr + row] = src[row][p], rows past `rows` zero. Inlined with
- * constant counts for the common panel, so each step is mr plain moves. */
+/* a[p * mr + row] = src[row][p], rows past `rows` zero: the portable
+ * filter packing, where the ISA table has no vector one. */
 static inline void interleave(float *a, const float *const *src, size_t kc,
                               size_t rows, size_t mr)
 {
@@ -224,37 +254,76 @@ static inline void interleave(float *a, const float *const *src, size_t kc,
     }
 }
 
-/* Depth block by depth block, row panels of mr: block b (from depth pc,
- * kcb deep) starts at pc * panels * mr, panel i of it at i * mr * kcb,
- * element (p, row) at p * mr + row; rows past K are zero. */
-static void pack_filter_worker(void *arg, int rank, int ranks)
+/* Row panel i of depth block b (from depth pc, kcb deep): the block
+ * starts at pc * panels * mr, panel i of it at i * mr * kcb, element
+ * (p, row) at p * mr + row; rows past K are zero. */
+static void pack_piece(const implicit_job *job, size_t b, size_t i)
 {
-    const implicit_job *job = arg;
     const locus__conv_problem *pr = job->problem;
     const implicit_plan *plan = &job->plan;
-    size_t i0, i1, mr = plan->mr, crs = plan->crs, k = pr->out_channels;
-    job->services->split(plan->panels, 1, rank, ranks, &i0, &i1);
-    if (i0 >= i1)
-        return;
-    size_t first = i0 * mr, end = min_size(i1 * mr, k);
-    job->services->account_read(pr->op, pr->filter + first * crs,
-                                (end - first) * crs * sizeof(float));
-    for (size_t pc = 0; pc < crs; pc += plan->kc) {
-        size_t kcb = min_size(plan->kc, crs - pc);
-        float *block = job->filter + pc * plan->panels * mr;
-        for (size_t i = i0; i < i1; i++) {
-            /* Written in order, read as mr sequential streams. */
-            float *a = block + i * mr * kcb;
-            const float *src[LOCUS__MAX_MR];
-            size_t rows = min_size(mr, k - i * mr);
-            for (size_t row = 0; row < rows; row++)
-                src[row] = pr->filter + (i * mr + row) * crs + pc;
-            if (rows == 6 && mr == 6)
-                interleave(a, src, kcb, 6, 6); /* unrolled for AVX2's 6 */
-            else
-                interleave(a, src, kcb, rows, mr);
+    const locus__cpu_isa *isa = &pr->state->isa;
+    size_t mr = plan->mr, crs = plan->crs, k = pr->out_channels;
+    size_t rows = min_size(mr, k - i * mr);
+    size_t pc = b * plan->kc, kcb = min_size(plan->kc, crs - pc);
+    /* Written in order, read as mr sequential streams. */
+    float *a = job->filter + pc * plan->panels * mr + i * mr * kcb;
+    const float *src[LOCUS__MAX_MR];
+    for (size_t row = 0; row < rows; row++)
+        src[row] = pr->filter + (i * mr + row) * crs + pc;
+    if (isa->conv_pack_filter) /* the AVX2 transpose */
+        isa->conv_pack_filter(a, src, kcb, rows, mr);
+    else
+        interleave(a, src, kcb, rows, mr);
+}
+
+/* Accounts the filter rows of row panels [first, end), every depth. */
+static void account_panels(const implicit_job *job, size_t first, size_t end)
+{
+    const locus__conv_problem *pr = job->problem;
+    size_t mr = job->plan.mr, crs = job->plan.crs;
+    size_t r0 = first * mr, r1 = min_size(end * mr, pr->out_channels);
+    job->services->account_read(pr->op, pr->filter + r0 * crs,
+                                (r1 - r0) * crs * sizeof(float));
+}
+
+/* Makes row panels [i0, i1) of depth block b packed (see the top):
+ * claims and packs the free pieces from panel `from` on, cyclically,
+ * then waits for the ones others claimed. Called just before the block
+ * is first used, so a piece is still in L2 when the kernel reads it. */
+static void prepare_block(const implicit_job *job, size_t b, size_t i0,
+                          size_t i1, size_t from)
+{
+    atomic_int *state = job->packing + b * job->plan.panels;
+    size_t run = 0, end = 0; /* panels packed here, accounted by run */
+    for (size_t n = 0, i = from; n < i1 - i0;
+         n++, i = i + 1 == i1 ? i0 : i + 1) {
+        int expected = PANEL_FREE;
+        if (atomic_load_explicit(&state[i], memory_order_relaxed) !=
+                PANEL_FREE ||
+            !atomic_compare_exchange_strong_explicit(
+                &state[i], &expected, PANEL_CLAIMED, memory_order_relaxed,
+                memory_order_relaxed))
+            continue;
+        pack_piece(job, b, i);
+        atomic_store_explicit(&state[i], PANEL_PACKED, memory_order_release);
+        if (b != 0) /* block 0's packer accounts the whole rows */
+            continue;
+        if (i != end) {
+            if (end > run)
+                account_panels(job, run, end);
+            run = i;
         }
+        end = i + 1;
     }
+    if (end > run)
+        account_panels(job, run, end);
+    for (size_t i = i0; i < i1; i++)
+        for (unsigned spin = 0;
+             atomic_load_explicit(&state[i], memory_order_acquire) !=
+             PANEL_PACKED;
+             spin++)
+            if (spin >= 64)
+                thrd_yield(); /* the packer may have lost its core */
 }
 
 /* The input rows that output positions [j0, j1) of an image read, one
@@ -304,7 +373,8 @@ static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
 
 /* Micro-panel columns [t0, t1) of image n, row panels [i0, i1). */
 static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
-                      size_t i0, size_t i1, float *bp, float *band_buffer)
+                      size_t i0, size_t i1, size_t from, float *bp,
+                      float *band_buffer)
 {
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
@@ -324,6 +394,8 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
             size_t kcb = min_size(plan->kc, plan->crs - pc);
             const float *block = job->filter + pc * plan->panels * mr;
             float beta = pc == 0 ? 0.0f : 1.0f;
+            /* Packs the worker's pieces on first use, else only checks. */
+            prepare_block(job, pc / plan->kc, i0, i1, from);
             for (size_t t = tb; t < te; t += LOCUS__IMPLICIT_PANELS) {
                 size_t j0 = t * nr;
                 size_t n = min_size(LOCUS__IMPLICIT_PANELS * nr, pq - j0);
@@ -365,10 +437,12 @@ static void compute_worker(void *arg, int rank, int ranks)
                          &t0, &t1);
     if (i0 >= i1)
         return;
+    /* The workers sharing these rows start a share of them apart. */
+    size_t from = i0 + (i1 - i0) * (size_t)(rank % plan->wp) / (size_t)plan->wp;
     for (size_t t = t0; t < t1;) {
         size_t n = t / plan->tiles, first = t % plan->tiles;
         size_t end = min_size(plan->tiles, first + (t1 - t));
-        run_share(job, n, first, end, i0, i1, bp, band_buffer);
+        run_share(job, n, first, end, i0, i1, from, bp, band_buffer);
         t += end - first;
     }
 }
@@ -395,13 +469,14 @@ locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
     if (status != LOCUS_SUCCESS)
         return status;
     job.filter = buffers.memory[0];
-    job.parts = job.filter + job.plan.filter;
+    job.packing = (atomic_int *)(void *)(job.filter + job.plan.filter);
+    job.parts = job.filter + job.plan.filter + job.plan.flags;
+    for (size_t i = 0; i < job.plan.blocks * job.plan.panels; i++)
+        atomic_init(&job.packing[i], PANEL_FREE);
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
-    status = services->run(s->runtime, problem->node, pack_filter_worker, &job);
-    if (status == LOCUS_SUCCESS)
-        status = services->run(s->runtime, problem->node, compute_worker, &job);
+    status = services->run(s->runtime, problem->node, compute_worker, &job);
     locus__gemm_workspace_release(services, s->runtime, &buffers);
     return status;
 }

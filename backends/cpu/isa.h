@@ -22,6 +22,12 @@ typedef double (*locus__sum_kernel)(const float *x, size_t n);
  * value is then unspecified. Between -0 and +0 any may be returned: the
  * caller settles ties (reduce.c). */
 typedef float (*locus__minmax_kernel)(const float *x, size_t n, int *nan);
+/* a[p * mr + row] = src[row][p] for p < kc, rows past `rows` zero: the
+ * implicit convolution's filter packing (conv_implicit.c). */
+typedef void (*locus__conv_pack_filter_kernel)(float *a,
+                                               const float *const *src,
+                                               size_t kc, size_t rows,
+                                               size_t mr);
 
 typedef struct locus__cpu_isa {
     const char *name; /* of the best level in the table: "generic", ... */
@@ -34,6 +40,8 @@ typedef struct locus__cpu_isa {
     const char *sum_name;    /* e.g. "avx2-block512-f64" */
     locus__sum_kernel sum;
     locus__minmax_kernel min, max;
+    /* conv: NULL where only the portable loop exists. */
+    locus__conv_pack_filter_kernel conv_pack_filter;
 } locus__cpu_isa;
 
 /* The largest register tile of any kernel built in, for callers that size

@@ -1,7 +1,8 @@
 /*
- * The CUDA backend module: finds the CUDA devices, describes them, and moves
- * memory to and from them. Ops come in later; until then the ops table leaves
- * them NULL ("not offered").
+ * The CUDA backend module: finds the CUDA devices, describes them, and owns
+ * each device's stream and scratch (made at first use, freed at fini). The
+ * memory entries are in cuda_memory.c, the ops in cuda_ops.c and
+ * cuda_conv.c, the kernels in the .cu files.
  *
  * The CUDA runtime is linked statically, so the module needs only the driver
  * (libcuda.so.1), which the runtime library opens itself at first use; a
@@ -18,21 +19,7 @@
 
 #include <locus/backend.h>
 
-typedef struct cuda_device {
-    int ordinal; /* for cudaSetDevice; devices Locus skips leave gaps */
-    char name[128];
-    char version[64];
-    int compute_units;
-    uint64_t memory_bytes;
-    uint64_t numa_mask;
-} cuda_device;
-
-typedef struct cuda_state {
-    const locus_services *services;
-    void *runtime;
-    size_t count;
-    cuda_device *devices;
-} cuda_state;
+#include "cuda_internal.h"
 
 static locus_status status_of(cudaError_t err)
 {
@@ -44,12 +31,8 @@ static locus_status status_of(cudaError_t err)
  * (<enumerator>)". Also clears the error from the runtime's last-error slot,
  * so that a later cudaGetLastError after a kernel launch does not report this
  * one again (sticky errors stay regardless). */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static locus_status
-fail_cuda(const cuda_state *state, size_t index, cudaError_t err,
-          const char *what_format, ...)
+locus_status locus__cuda_fail(const cuda_state *state, size_t index,
+                              cudaError_t err, const char *what_format, ...)
 {
     char what[160];
     va_list args;
@@ -236,6 +219,7 @@ static locus_status cuda_init(const locus_services *services, void *runtime,
                       state->count, device->name, device->version,
                       device->compute_units,
                       (unsigned long long)device->memory_bytes);
+        pthread_mutex_init(&device->lock, NULL);
         state->count++;
     }
 
@@ -267,11 +251,15 @@ static void cuda_fini(void *opaque)
     cuda_state *state = opaque;
     if (state == NULL)
         return;
+    for (size_t i = 0; i < state->count; i++) {
+        locus__cuda_release(state, i);
+        pthread_mutex_destroy(&state->devices[i].lock);
+    }
     free(state->devices);
     free(state);
 }
 
-static locus_status check_device(const cuda_state *state, size_t index)
+locus_status locus__cuda_check_device(const cuda_state *state, size_t index)
 {
     if (state == NULL)
         return LOCUS_ERROR_NULL_ARGUMENT;
@@ -286,7 +274,7 @@ static locus_status cuda_device_info(void *opaque, size_t index,
                                      locus_device_info *info)
 {
     const cuda_state *state = opaque;
-    locus_status status = check_device(state, index);
+    locus_status status = locus__cuda_check_device(state, index);
     if (status != LOCUS_SUCCESS)
         return status;
     if (info == NULL)
@@ -309,111 +297,136 @@ static locus_status cuda_device_info(void *opaque, size_t index,
  * application thread, so every entry point selects its device first. */
 static locus_status select_device(const cuda_state *state, size_t index)
 {
-    locus_status status = check_device(state, index);
+    locus_status status = locus__cuda_check_device(state, index);
     if (status != LOCUS_SUCCESS)
         return status;
     cudaError_t err = cudaSetDevice(state->devices[index].ordinal);
     if (err != cudaSuccess)
-        return fail_cuda(state, index, err, "cudaSetDevice(%d)",
-                         state->devices[index].ordinal);
+        return locus__cuda_fail(state, index, err, "cudaSetDevice(%d)",
+                                state->devices[index].ordinal);
     return LOCUS_SUCCESS;
 }
 
-static locus_status cuda_alloc(void *opaque, size_t index, size_t bytes,
-                               void **memory)
+/* Stream and staging events, once per device. The stream does not
+ * synchronize with the legacy default stream, so CUDA work of the
+ * application on that stream does not serialize with Locus's. */
+static locus_status make_stream(const cuda_state *state, size_t index,
+                                cuda_device *device)
 {
-    const cuda_state *state = opaque;
-    locus_status status = check_device(state, index);
+    cudaError_t err =
+        cudaStreamCreateWithFlags(&device->stream, cudaStreamNonBlocking);
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err, "cudaStreamCreate");
+    for (int slot = 0; slot < LOCUS_CUDA_STAGING_SLOTS; slot++) {
+        err = cudaEventCreateWithFlags(&device->slot_done[slot],
+                                       cudaEventDisableTiming);
+        if (err != cudaSuccess) {
+            locus_status status =
+                locus__cuda_fail(state, index, err, "cudaEventCreate");
+            while (slot-- > 0)
+                (void)cudaEventDestroy(device->slot_done[slot]);
+            (void)cudaStreamDestroy(device->stream);
+            return status;
+        }
+    }
+    device->ready = 1;
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__cuda_begin(cuda_state *state, size_t index,
+                               cuda_device **device_out)
+{
+    locus_status status = locus__cuda_check_device(state, index);
     if (status != LOCUS_SUCCESS)
         return status;
-    if (memory == NULL)
-        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
-                                     "alloc on cuda:%zu needs a place for "
-                                     "the pointer",
-                                     index);
-    *memory = NULL;
-    if (bytes == 0)
-        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                     "cannot allocate 0 bytes on cuda:%zu",
-                                     index);
+    cuda_device *device = &state->devices[index];
+    pthread_mutex_lock(&device->lock);
     status = select_device(state, index);
+    if (status == LOCUS_SUCCESS && !device->ready)
+        status = make_stream(state, index, device);
+    if (status != LOCUS_SUCCESS) {
+        pthread_mutex_unlock(&device->lock);
+        return status;
+    }
+    *device_out = device;
+    return LOCUS_SUCCESS;
+}
+
+void locus__cuda_end(cuda_device *device)
+{
+    pthread_mutex_unlock(&device->lock);
+}
+
+locus_status locus__cuda_sync(const cuda_state *state, size_t index,
+                              const char *what)
+{
+    cudaError_t err = cudaStreamSynchronize(state->devices[index].stream);
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err, "%s", what);
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__cuda_workspace(const cuda_state *state, size_t index,
+                                   size_t bytes, void **memory)
+{
+    cuda_device *device = &state->devices[index];
+    if (bytes <= device->workspace_bytes && device->workspace != NULL) {
+        *memory = device->workspace;
+        return LOCUS_SUCCESS;
+    }
+    /* The old workspace may still be read by queued kernels. */
+    locus_status status = locus__cuda_sync(state, index, "workspace growth");
     if (status != LOCUS_SUCCESS)
         return status;
-    /* Plain device memory, never managed: the runtime decides when data
-     * moves, and page migration behind its back would defeat the cost model
-     * and the transfer accounting. */
+    if (device->workspace != NULL) {
+        (void)cudaFree(device->workspace);
+        device->workspace = NULL;
+        device->workspace_bytes = 0;
+    }
     void *pointer = NULL;
     cudaError_t err = cudaMalloc(&pointer, bytes);
     if (err != cudaSuccess)
-        return fail_cuda(state, index, err, "cudaMalloc of %zu bytes", bytes);
+        return locus__cuda_fail(state, index, err,
+                                "cudaMalloc of a %zu-byte workspace", bytes);
+    device->workspace = pointer;
+    device->workspace_bytes = bytes;
     *memory = pointer;
     return LOCUS_SUCCESS;
 }
 
-static void cuda_free(void *opaque, size_t index, void *memory)
+void locus__cuda_release(const cuda_state *state, size_t index)
 {
-    const cuda_state *state = opaque;
-    if (memory == NULL || select_device(state, index) != LOCUS_SUCCESS)
+    cuda_device *device = &state->devices[index];
+    if (!device->ready)
         return;
-    cudaError_t err = cudaFree(memory);
-    if (err != cudaSuccess) {
+    if (cudaSetDevice(device->ordinal) != cudaSuccess) {
         (void)cudaGetLastError();
-        state->services->log(state->runtime, LOCUS_LOG_WARN,
-                             "cudaFree failed on cuda:%zu (%s): %s (%s)", index,
-                             state->devices[index].name,
-                             cudaGetErrorString(err), cudaGetErrorName(err));
+        return;
     }
+    (void)cudaStreamSynchronize(device->stream);
+    locus__cuda_release_staging(state, device);
+    if (device->result_host != NULL)
+        (void)cudaFreeHost(device->result_host);
+    if (device->reduce_scratch != NULL)
+        (void)cudaFree(device->reduce_scratch);
+    if (device->workspace != NULL)
+        (void)cudaFree(device->workspace);
+    for (int slot = 0; slot < LOCUS_CUDA_STAGING_SLOTS; slot++)
+        (void)cudaEventDestroy(device->slot_done[slot]);
+    (void)cudaStreamDestroy(device->stream);
+    (void)cudaGetLastError();
+    device->result_host = NULL;
+    device->reduce_scratch = NULL;
+    device->workspace = NULL;
+    device->workspace_bytes = 0;
+    device->ready = 0;
 }
 
-static locus_status transfer_ready(const cuda_state *state, size_t index,
-                                   const void *memory, const void *host)
+void locus__cuda_set_algorithm(locus_op_context *op, const char *algorithm)
 {
-    locus_status status = check_device(state, index);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    if (memory == NULL || host == NULL)
-        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
-                                     "%s pointer for cuda:%zu is NULL",
-                                     memory == NULL ? "device" : "host", index);
-    return select_device(state, index);
-}
-
-static locus_status cuda_upload(void *opaque, size_t index, void *memory,
-                                const void *host, size_t bytes,
-                                locus_op_context *op)
-{
-    const cuda_state *state = opaque;
-    if (bytes == 0)
-        return check_device(state, index);
-    locus_status status = transfer_ready(state, index, memory, host);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    cudaError_t err = cudaMemcpy(memory, host, bytes, cudaMemcpyHostToDevice);
-    if (err != cudaSuccess)
-        return fail_cuda(state, index, err,
-                         "cudaMemcpy of %zu bytes to the device", bytes);
     if (op != NULL && op->record != NULL)
-        op->record->bytes_to_device += bytes;
-    return LOCUS_SUCCESS;
-}
-
-static locus_status cuda_download(void *opaque, size_t index,
-                                  const void *memory, void *host, size_t bytes,
-                                  locus_op_context *op)
-{
-    const cuda_state *state = opaque;
-    if (bytes == 0)
-        return check_device(state, index);
-    locus_status status = transfer_ready(state, index, memory, host);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    cudaError_t err = cudaMemcpy(host, memory, bytes, cudaMemcpyDeviceToHost);
-    if (err != cudaSuccess)
-        return fail_cuda(state, index, err,
-                         "cudaMemcpy of %zu bytes from the device", bytes);
-    if (op != NULL && op->record != NULL)
-        op->record->bytes_from_device += bytes;
-    return LOCUS_SUCCESS;
+        snprintf(op->record->algorithm, sizeof op->record->algorithm, "%s",
+                 algorithm);
 }
 
 static const locus_backend cuda_backend = {
@@ -424,14 +437,13 @@ static const locus_backend cuda_backend = {
     .init = cuda_init,
     .fini = cuda_fini,
     .device_info = cuda_device_info,
-    .alloc = cuda_alloc,
-    .free = cuda_free,
-    .upload = cuda_upload,
-    .download = cuda_download,
-    /* Kernels arrive in a later issue; NULL means "not offered". */
-    .reduce = NULL,
-    .gemm = NULL,
-    .conv2d = NULL,
+    .alloc = locus__cuda_alloc,
+    .free = locus__cuda_free,
+    .upload = locus__cuda_upload,
+    .download = locus__cuda_download,
+    .reduce = locus__cuda_reduce_op,
+    .gemm = locus__cuda_gemm_op,
+    .conv2d = locus__cuda_conv2d_op,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

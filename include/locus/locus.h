@@ -352,6 +352,13 @@ typedef struct locus_reduce_desc {
     locus_dtype dtype;
     locus_reduce_op op;
     size_t count; /* elements, from the start of the buffer; at least 1 */
+    /* 0 (default): deterministic, the same input on the same device gives
+     * the same bits every run. Nonzero: a backend may combine partial
+     * results with atomics (the CUDA backend does), which can be faster and
+     * makes the order of a sum, so its last bits, vary from run to run.
+     * Appended after count: callers built against an older header pass a
+     * smaller struct_size and get the deterministic reduction. */
+    int allow_atomic;
 } locus_reduce_desc;
 
 LOCUS_API void locus_reduce_desc_init(locus_reduce_desc *desc);

@@ -26,6 +26,11 @@ echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/icd
 
 nproc; lscpu | head -20; nvidia-smi -L
+# cuDNN for the bench's reference module (tools/meson.build searches the
+# toolkit, the system, and NVIDIA's pip wheels; this names the wheel's).
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn; do
+    [ -f "$d/include/cudnn.h" ] && export LOCUS_CUDNN_ROOT="$d"
+done
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release || exit 1
 ninja -C "$build" || exit 1
@@ -42,5 +47,33 @@ export LOCUS_PLUGIN_PATH="$build/backends/cuda:$build/backends/opencl"
 meson test -C "$build" --no-rebuild --print-errorlogs \
     --suite unit --suite cpu --suite opencl --suite cuda --suite numa --suite cli
 cp "$build/meson-logs/testlog.json" "$out/testlog.json"
+# The cuda suite's own output (measured error of each math mode).
+for t in cuda_reduce cuda_gemm cuda_conv cuda_coherence; do
+    meson test -C "$build" --no-rebuild --verbose "$t" 2>&1 | tail -40
+done
+
+# CUDA benchmarks (issue 4), each beside its vendor reference (CUB,
+# cuBLAS, cuDNN, a raw launch). Tables and one stderr line per result go
+# to run.log as they come; the JSON documents go, each after a "# command"
+# line, into bench-cuda.json (the 8th and last file $OUT may hold).
+# Budget: about 3 minutes in all; each command is capped.
+cj="$out/bench-cuda.json"
+: >"$cj"
+cuda_bench() {
+    echo "# locus bench $*" >>"$cj"
+    echo "=== locus bench $*"
+    timeout 60 "$locus" bench "$@" --json >>"$cj"
+    echo "exit $?"
+}
+conv32="--size 32,64,56,56,64,3,3,1,1 --size 32,64,56,56,256,1,1,1,0 --size 32,3,224,224,64,7,7,2,3 --size 32,256,14,14,256,3,3,1,1"
+cuda_bench reduce --device cuda:0 --size 1048576,16777216,268435456,1073741824
+cuda_bench reduce --device cuda:0 --size 1024 --repeat 200
+cuda_bench gemm --device cuda:0 --size 1024,4096,8192 --math fp32
+cuda_bench gemm --device cuda:0 --size 1024,4096,8192 --math tf32
+cuda_bench gemm --device cuda:0 --size 1024,4096,8192 --math 3xtf32
+cuda_bench conv --device cuda:0 $conv32
+cuda_bench conv --device cuda:0 $conv32 --algo implicit
+cuda_bench conv --device cuda:0 $conv32 --algo mec
+cuda_bench conv --device cuda:0 $conv32 --math tf32
 grep -E '^(Ok|Fail|Skipped|Timeout):' "$build/meson-logs/testlog.txt" >&3
 echo "done" >&3

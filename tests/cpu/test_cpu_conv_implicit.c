@@ -2,12 +2,12 @@
  * float64 loop, under every ISA the CPU has (forced through the context
  * options; an ISA it lacks is skipped with a note): strides 1, 2 and 3,
  * padding 0, 1 and 3, kernels 1, 3, 5 and 7, non-square kernels, images
- * and strides, odd sizes, batch 1 and 3, input channels 1 to 17, filter
- * counts that are not multiples of the register tile's rows (1, 5, 13) and
- * 64, shapes deep and wide enough to cross the depth blocks and the output
- * blocks. The output is poisoned with NaN before each run, so an element
- * left unwritten fails; each case runs twice and the two results must be
- * bitwise identical. */
+ * and strides, odd sizes, batch 1 and 3, input channels 1 to 64, filter
+ * counts that are not multiples of the register tile's rows (1, 5, 13,
+ * 47, 130) and 64 and 256 (many row panels, packed by claims), shapes deep and
+ * wide enough to cross the depth blocks and the output blocks. The output is
+ * poisoned with NaN before each run, so an element left unwritten fails; each
+ * case runs twice and the two results must be bitwise identical. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +250,15 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
         {3, 4, 33, 71, 13, 3, 3, 1, 1, 1, 1},
         /* the 7x7 stride-2 stem at a small size */
         {3, 3, 29, 31, 64, 7, 7, 2, 2, 3, 3},
+        /* stride 2, output rows narrower than a micro-panel */
+        {1, 3, 15, 14, 6, 3, 3, 2, 2, 1, 1},
+        /* the filter packed by panel claims: many row panels split by K
+         * (small image), and shared by a position split (batch 3), with
+         * depth blocks that are not multiples of the 8-step transpose
+         * (CRS 261) and a last panel of 5 rows */
+        {1, 32, 5, 6, 256, 3, 3, 1, 1, 1, 1},
+        {3, 29, 12, 11, 47, 3, 3, 1, 1, 1, 1},
+        {3, 64, 20, 20, 130, 3, 3, 1, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(ctx, dev, &cases[i]);

@@ -30,8 +30,8 @@ static int gpu_test_failures;
  * shell (LOCUS_DEVICE, LOCUS_STRICT, ...) are ignored so they cannot change
  * the outcome; the module path, which meson sets for the test, is passed on
  * as an option. */
-static locus_status gpu_test_context(const char *backends,
-                                     locus_context **context)
+static inline locus_status gpu_test_context(const char *backends,
+                                            locus_context **context)
 {
     locus_context_options options;
     locus_context_options_init(&options);
@@ -46,8 +46,8 @@ static locus_status gpu_test_context(const char *backends,
 }
 
 /* The report of backend `name`; nonzero when the context lists it. */
-static int gpu_test_backend(const locus_context *context, const char *name,
-                            locus_backend_info *out)
+static inline int gpu_test_backend(const locus_context *context,
+                                   const char *name, locus_backend_info *out)
 {
     size_t count = 0;
     locus_status status = locus_backend_count(context, &count);
@@ -69,7 +69,8 @@ static int gpu_test_backend(const locus_context *context, const char *name,
 
 /* Checks the info of every device of `backend` and returns how many there
  * are. */
-static size_t gpu_test_devices(locus_context *context, const char *backend)
+static inline size_t gpu_test_devices(locus_context *context,
+                                      const char *backend)
 {
     size_t count = 0, found = 0;
     locus_status status = locus_device_count(context, &count);

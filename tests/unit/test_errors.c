@@ -1,6 +1,7 @@
 /* Every bad input of every entry point: a clear status and a detail that
  * names the problem, never a crash. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -189,6 +190,16 @@ static void test_reduce(void)
     result = NAN;
     TEST_OK(locus_reduce(context, NULL, &desc, x, &result, NULL));
     TEST_EXPECT(result == 10.0, "sum of ten ones is %g", result);
+    /* A caller built before allow_atomic was appended passes the smaller
+     * struct: accepted, with the default for the field it lacks. */
+    locus_reduce_desc older = desc;
+    older.struct_size = offsetof(locus_reduce_desc, count) + sizeof(size_t);
+    result = NAN;
+    TEST_OK(locus_reduce(context, cpu, &older, x, &result, NULL));
+    TEST_EXPECT(result == 10.0, "older caller's sum is %g", result);
+    older.struct_size -= 1;
+    TEST_ERROR(locus_reduce(context, cpu, &older, x, &result, NULL),
+               LOCUS_ERROR_INVALID_ARGUMENT, "struct_size");
     locus_buffer_destroy(x);
 }
 

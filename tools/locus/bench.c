@@ -498,6 +498,27 @@ static void run_everything(locus_context *context, const bench_request *request,
             locus_status status =
                 bench_run(context, devices[d], &request->settings,
                           &request->shapes[s], &random, result);
+            if (status == LOCUS_SUCCESS &&
+                strncmp(result->device, "cuda", 4) == 0) {
+                /* A line per result as it comes: a device run that dies
+                 * half-way still leaves what it measured in the log. */
+                fprintf(stderr,
+                        "locus bench: %s %s on %s: best %.6g s, %s, "
+                        "max rel err %.3g (tolerance %.3g)",
+                        result->op, result->shape, result->device,
+                        result->best_seconds, result->record.algorithm,
+                        result->max_rel_err, result->tolerance);
+                for (size_t r = 0; r < result->reference_count; ++r) {
+                    fprintf(stderr, "; %s %.6g s (ratio %.3f)",
+                            result->references[r].name,
+                            result->references[r].seconds,
+                            result->best_seconds > 0.0
+                                ? result->references[r].seconds /
+                                      result->best_seconds
+                                : 0.0);
+                }
+                fputc('\n', stderr);
+            }
             if (status == LOCUS_SUCCESS) {
                 outcome->result_count++;
                 if (!result->passed) {

@@ -212,5 +212,11 @@ void bench_reference_reduce(const bench_reference_input *input,
 /* oneDNN, then im2col + OpenBLAS (bench_ref_conv.h). */
 void bench_reference_conv(const bench_reference_input *input,
                           bench_result *result);
+/* A CUDA device's references (bench_ref_cuda.c): CUB and a raw launch for
+ * reduce, cuBLAS for gemm, cuDNN for conv, from modules loaded with dlopen;
+ * the input pointers are not used (the modules make their own device
+ * data of the same shape). */
+void bench_reference_cuda(const bench_reference_input *input,
+                          bench_result *result);
 
 #endif

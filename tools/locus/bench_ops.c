@@ -680,6 +680,13 @@ static void run_references(op_state *op, const locus_device_info *info,
                            const bench_shape *shape, const char *label,
                            bench_result *result)
 {
+    if (strcmp(info->backend, "cuda") == 0) {
+        progress_show("%s: references", label);
+        bench_reference_input input = {
+            .shape = shape, .settings = settings, .threads = 1};
+        bench_reference_cuda(&input, result);
+        return;
+    }
     if (strcmp(info->backend, "cpu") != 0) {
         return;
     }

@@ -1,7 +1,7 @@
 /* A device backend whose "device memory" is ordinary heap memory: it lets
  * the tests watch coherence (which copies move, and when) on machines with
  * no GPU. It counts every upload and download, and can be told to fail the
- * next allocation. Its ops are plain loops. */
+ * next allocation or copy. Its ops are plain loops. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,8 @@ typedef struct fake_state {
 } fake_state;
 
 /* The transfers show in the record (bytes_to_device, bytes_from_device);
- * LOCUS_TEST_FAKE_ALLOC_FAILS=1 makes every allocation fail, and
+ * LOCUS_TEST_FAKE_ALLOC_FAILS=1 makes every allocation fail,
+ * LOCUS_TEST_FAKE_COPY_FAILS=1 every upload and download, and
  * LOCUS_TEST_FAKE_NUMA_MASK gives the device nearest NUMA nodes (a mask of
  * OS node numbers), for the transfer accounting tests. */
 static locus_status init(const locus_services *services, void *runtime,
@@ -76,10 +77,20 @@ static void release(void *state, size_t device, void *memory)
     free(memory);
 }
 
+static int copy_fails(void)
+{
+    const char *fail = getenv("LOCUS_TEST_FAKE_COPY_FAILS");
+    return fail && fail[0] == '1';
+}
+
 static locus_status upload(void *state, size_t device, void *memory,
                            const void *host, size_t bytes, locus_op_context *op)
 {
-    (void)state, (void)device;
+    fake_state *fake = state;
+    (void)device;
+    if (copy_fails())
+        return fake->services->fail(LOCUS_ERROR_BACKEND,
+                                    "fake upload of %zu bytes failed", bytes);
     memcpy(memory, host, bytes);
     if (op && op->record)
         op->record->bytes_to_device += bytes;
@@ -89,7 +100,11 @@ static locus_status upload(void *state, size_t device, void *memory,
 static locus_status download(void *state, size_t device, const void *memory,
                              void *host, size_t bytes, locus_op_context *op)
 {
-    (void)state, (void)device;
+    fake_state *fake = state;
+    (void)device;
+    if (copy_fails())
+        return fake->services->fail(LOCUS_ERROR_BACKEND,
+                                    "fake download of %zu bytes failed", bytes);
     memcpy(host, memory, bytes);
     if (op && op->record)
         op->record->bytes_from_device += bytes;
@@ -139,6 +154,46 @@ static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
     return LOCUS_SUCCESS;
 }
 
+/* Direct convolution, NCHW input, KCRS filter, zero padding. */
+static locus_status conv2d(void *state, size_t device,
+                           const locus_conv2d_desc *d, const void *input,
+                           const void *filter, void *output,
+                           locus_op_context *op)
+{
+    (void)state, (void)device;
+    const float *in = input, *w = filter;
+    float *out = output;
+    size_t P =
+        (d->in_height + 2 * d->pad_h - d->kernel_height) / d->stride_h + 1;
+    size_t Q = (d->in_width + 2 * d->pad_w - d->kernel_width) / d->stride_w + 1;
+    size_t C = d->in_channels, H = d->in_height, W = d->in_width;
+    size_t R = d->kernel_height, S = d->kernel_width;
+    for (size_t n = 0; n < d->batch; n++)
+        for (size_t k = 0; k < d->out_channels; k++)
+            for (size_t p = 0; p < P; p++)
+                for (size_t q = 0; q < Q; q++) {
+                    double sum = 0;
+                    for (size_t c = 0; c < C; c++)
+                        for (size_t r = 0; r < R; r++)
+                            for (size_t s = 0; s < S; s++) {
+                                size_t y = p * d->stride_h + r;
+                                size_t x = q * d->stride_w + s;
+                                if (y < d->pad_h || x < d->pad_w ||
+                                    y - d->pad_h >= H || x - d->pad_w >= W)
+                                    continue;
+                                sum += (double)
+                                           in[((n * C + c) * H + y - d->pad_h) *
+                                                  W +
+                                              x - d->pad_w] *
+                                       w[((k * C + c) * R + r) * S + s];
+                            }
+                    out[((n * d->out_channels + k) * P + p) * Q + q] =
+                        (float)sum;
+                }
+    snprintf(op->record->algorithm, sizeof op->record->algorithm, "fake");
+    return LOCUS_SUCCESS;
+}
+
 static const locus_backend table = {
     .struct_size = sizeof table,
     .abi_version = LOCUS_BACKEND_ABI_VERSION,
@@ -153,6 +208,7 @@ static const locus_backend table = {
     .download = download,
     .reduce = reduce,
     .gemm = gemm,
+    .conv2d = conv2d,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void)

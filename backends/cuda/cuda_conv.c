@@ -1,0 +1,315 @@
+/*
+ * Conv2d on a CUDA device: the algorithm choice, the workspace and the
+ * sequence of kernels (conv.cu for lowering and implicit GEMM, gemm.cu for
+ * the GEMMs). Same semantics as the CPU backend (backends/cpu/conv2d.c).
+ *
+ * im2col: per image the (C*R*S) x (P*Q) column matrix, then one batched
+ * GEMM output_i (K x PQ) = F (K x CRS) * cols_i. Images are lowered in
+ * chunks so the workspace stays under CONV_WORKSPACE_CAP (at least one
+ * image). A 1x1 filter with stride 1 and no padding needs no lowering: the
+ * image itself is the column matrix, and the workspace is zero.
+ *
+ * MEC (backends/cpu/mec.c has the derivation): per image the lowered
+ * matrix L, (Hp*C*S) x Q, and output row p of image i is
+ * F' (K x RCS) * L_i[p*sh*C*S ...] (RCS x Q), a batched GEMM over
+ * (image, p) whose B windows overlap; F' is the filter in (k, r, c, s)
+ * order, permuted once per call unless R == 1 or C == 1.
+ *
+ * implicit: the GEMM kernels gather the column matrix inside their tile
+ * loads; no workspace, no extra pass over memory.
+ *
+ * auto: im2col (as a plain GEMM) for 1x1 stride-1 unpadded filters; else
+ * im2col when the whole batch's columns fit the workspace cap in one chunk
+ * (the lowering pass then streams at memory speed and the GEMM runs at the
+ * tiled kernel's rate), else implicit GEMM, which needs no workspace. To be
+ * retuned from the H200 figures (docs/PERFORMANCE.md).
+ *
+ * record->workspace_bytes: the bytes of device workspace this call used
+ * (the lowered chunk plus F'), not the cached allocation's size.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_internal.h"
+#include "cuda_kernels.h"
+
+#define CONV_WORKSPACE_CAP ((size_t)512 << 20)
+
+typedef struct conv_run {
+    cuda_state *state;
+    size_t index;
+    cuda_device *device;
+    locus__cuda_conv cv;
+    const float *input, *filter;
+    float *output;
+    locus_op_context *op;
+} conv_run;
+
+static locus_status launch_failed(const conv_run *run, cudaError_t err,
+                                  const char *what)
+{
+    return locus__cuda_fail(run->state, run->index, err, "conv2d %s", what);
+}
+
+static void set_workspace(const conv_run *run, size_t bytes)
+{
+    if (run->op != NULL && run->op->record != NULL)
+        run->op->record->workspace_bytes = bytes;
+}
+
+/* Images per chunk so that chunk * per_image <= cap, at least 1. */
+static size_t images_per_chunk(size_t batch, size_t per_image)
+{
+    size_t images = per_image > 0 ? CONV_WORKSPACE_CAP / per_image : batch;
+    if (images < 1)
+        images = 1;
+    return images < batch ? images : batch;
+}
+
+static locus_status run_im2col(const conv_run *run)
+{
+    const locus__cuda_conv *cv = &run->cv;
+    const size_t pq = cv->out_h * cv->out_w;
+    const size_t crs = cv->channels * cv->kernel_h * cv->kernel_w;
+    const size_t kpq = cv->filters * pq;
+    locus__cuda_gemm g = {
+        .math = cv->math,
+        .m = cv->filters,
+        .n = pq,
+        .k = crs,
+        .lda = crs,
+        .ldb = pq,
+        .ldc = pq,
+        .alpha = 1.0f,
+        .beta = 0.0f,
+        .a = run->filter,
+        .batch_outer = 1,
+        .c_stride = {0, kpq},
+    };
+    if (cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
+        cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0) {
+        g.b = run->input;
+        g.c = run->output;
+        g.batch_inner = cv->batch;
+        g.b_stride[1] = cv->channels * cv->height * cv->width;
+        set_workspace(run, 0);
+        cudaError_t err = locus__cuda_gemm_run(&g, run->device->stream);
+        return err == cudaSuccess ? LOCUS_SUCCESS
+                                  : launch_failed(run, err, "1x1 gemm");
+    }
+    const size_t per_image = crs * pq * sizeof(float);
+    const size_t chunk = images_per_chunk(cv->batch, per_image);
+    void *workspace = NULL;
+    locus_status status = locus__cuda_workspace(run->state, run->index,
+                                                chunk * per_image, &workspace);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    set_workspace(run, chunk * per_image);
+    g.b = workspace;
+    g.b_stride[1] = crs * pq;
+    for (size_t first = 0; first < cv->batch; first += chunk) {
+        const size_t images =
+            cv->batch - first < chunk ? cv->batch - first : chunk;
+        cudaError_t err = locus__cuda_im2col(cv, run->input, first, images,
+                                             workspace, run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "im2col lowering");
+        g.c = run->output + first * kpq;
+        g.batch_inner = images;
+        err = locus__cuda_gemm_run(&g, run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "im2col gemm");
+    }
+    return LOCUS_SUCCESS;
+}
+
+static locus_status run_mec(const conv_run *run)
+{
+    const locus__cuda_conv *cv = &run->cv;
+    const size_t c = cv->channels, r = cv->kernel_h, s = cv->kernel_w;
+    const size_t q = cv->out_w, p = cv->out_h;
+    const size_t rcs = r * c * s;
+    const size_t permuted_bytes =
+        (r > 1 && c > 1) ? cv->filters * rcs * sizeof(float) : 0;
+    /* F' first, 256-byte aligned like a cudaMalloc, then the chunk. */
+    const size_t permuted_span = (permuted_bytes + 255) / 256 * 256;
+    const size_t per_image = locus__cuda_mec_rows(cv) * q * sizeof(float);
+    const size_t chunk = images_per_chunk(cv->batch, per_image);
+    void *workspace = NULL;
+    locus_status status = locus__cuda_workspace(
+        run->state, run->index, permuted_span + chunk * per_image, &workspace);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    set_workspace(run, permuted_bytes + chunk * per_image);
+    float *permuted = workspace;
+    float *lowered = (float *)((char *)workspace + permuted_span);
+    const float *f = run->filter;
+    if (permuted_bytes > 0) {
+        cudaError_t err = locus__cuda_filter_krcs(cv, run->filter, permuted,
+                                                  run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "filter permutation");
+        f = permuted;
+    }
+    const size_t l_size = locus__cuda_mec_rows(cv) * q;
+    locus__cuda_gemm g = {
+        .math = cv->math,
+        .m = cv->filters,
+        .n = q,
+        .k = rcs,
+        .lda = rcs,
+        .ldb = q,
+        .ldc = p * q,
+        .alpha = 1.0f,
+        .beta = 0.0f,
+        .a = f,
+        .b = lowered,
+        .batch_inner = p,
+        .b_stride = {l_size, cv->stride_h * c * s * q},
+        .c_stride = {cv->filters * p * q, q},
+    };
+    for (size_t first = 0; first < cv->batch; first += chunk) {
+        const size_t images =
+            cv->batch - first < chunk ? cv->batch - first : chunk;
+        cudaError_t err = locus__cuda_mec_lower(cv, run->input, first, images,
+                                                lowered, run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "mec lowering");
+        g.c = run->output + first * cv->filters * p * q;
+        g.batch_outer = images;
+        err = locus__cuda_gemm_run(&g, run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "mec gemm");
+    }
+    return LOCUS_SUCCESS;
+}
+
+static locus_status run_implicit(const conv_run *run)
+{
+    set_workspace(run, 0);
+    cudaError_t err = locus__cuda_conv_implicit(
+        &run->cv, run->input, run->filter, run->output, run->device->stream);
+    return err == cudaSuccess ? LOCUS_SUCCESS
+                              : launch_failed(run, err, "implicit gemm");
+}
+
+static locus_conv_algorithm choose(const locus__cuda_conv *cv)
+{
+    if (cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
+        cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0)
+        return LOCUS_CONV_IM2COL;
+    const double columns = (double)cv->batch * (double)cv->channels *
+                           (double)cv->kernel_h * (double)cv->kernel_w *
+                           (double)cv->out_h * (double)cv->out_w *
+                           sizeof(float);
+    return columns <= (double)CONV_WORKSPACE_CAP ? LOCUS_CONV_IM2COL
+                                                 : LOCUS_CONV_IMPLICIT_GEMM;
+}
+
+/* The shape as the kernels take it; refuses what the runtime should have
+ * refused already, and shapes whose per-image index would pass 2^62. */
+static locus_status shape_of(const cuda_state *state,
+                             const locus_conv2d_desc *desc,
+                             locus__cuda_conv *cv)
+{
+    if (desc->dtype != LOCUS_DTYPE_F32)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "conv2d dtype %d is not implemented on "
+                                     "cuda",
+                                     (int)desc->dtype);
+    if (desc->stride_h == 0 || desc->stride_w == 0 || desc->batch == 0 ||
+        desc->in_channels == 0 || desc->out_channels == 0 ||
+        desc->kernel_height == 0 || desc->kernel_width == 0 ||
+        desc->in_height + 2 * desc->pad_h < desc->kernel_height ||
+        desc->in_width + 2 * desc->pad_w < desc->kernel_width)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "cuda conv2d: bad shape (batch %zu, "
+                                     "channels %zu -> %zu, kernel %zux%zu, "
+                                     "stride %zux%zu)",
+                                     desc->batch, desc->in_channels,
+                                     desc->out_channels, desc->kernel_height,
+                                     desc->kernel_width, desc->stride_h,
+                                     desc->stride_w);
+    *cv = (locus__cuda_conv){
+        .batch = desc->batch,
+        .channels = desc->in_channels,
+        .height = desc->in_height,
+        .width = desc->in_width,
+        .filters = desc->out_channels,
+        .kernel_h = desc->kernel_height,
+        .kernel_w = desc->kernel_width,
+        .stride_h = desc->stride_h,
+        .stride_w = desc->stride_w,
+        .pad_h = desc->pad_h,
+        .pad_w = desc->pad_w,
+        .out_h = (desc->in_height + 2 * desc->pad_h - desc->kernel_height) /
+                     desc->stride_h +
+                 1,
+        .out_w = (desc->in_width + 2 * desc->pad_w - desc->kernel_width) /
+                     desc->stride_w +
+                 1,
+        .math = (int)desc->math,
+    };
+    const double span = (double)(cv->height + 2 * cv->pad_h) *
+                        (double)(cv->width + 2 * cv->pad_w) *
+                        (double)cv->channels * (double)cv->kernel_h *
+                        (double)cv->kernel_w * (double)cv->filters;
+    if (span > 4.0e18 || cv->filters > (size_t)65535 * 128)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "cuda conv2d: shape too large for the "
+                                     "kernels' indexing");
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
+                                   const locus_conv2d_desc *desc,
+                                   const void *input, const void *filter,
+                                   void *output, locus_op_context *op)
+{
+    cuda_state *state = opaque;
+    if (desc == NULL || input == NULL || filter == NULL || output == NULL)
+        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                     "cuda conv2d: NULL desc or buffer");
+    conv_run run = {
+        .state = state,
+        .index = index,
+        .input = input,
+        .filter = filter,
+        .output = output,
+        .op = op,
+    };
+    locus_status status = shape_of(state, desc, &run.cv);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    locus_conv_algorithm algorithm = desc->algorithm;
+    if (algorithm == LOCUS_CONV_AUTO)
+        algorithm = choose(&run.cv);
+    if (algorithm != LOCUS_CONV_IM2COL && algorithm != LOCUS_CONV_MEC &&
+        algorithm != LOCUS_CONV_IMPLICIT_GEMM)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "conv2d algorithm %d is unknown",
+                                     (int)desc->algorithm);
+    status = locus__cuda_begin(state, index, &run.device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    switch (algorithm) {
+    case LOCUS_CONV_MEC:
+        status = run_mec(&run);
+        break;
+    case LOCUS_CONV_IMPLICIT_GEMM:
+        status = run_implicit(&run);
+        break;
+    default:
+        status = run_im2col(&run);
+        break;
+    }
+    if (status == LOCUS_SUCCESS)
+        status = locus__cuda_sync(state, index, "conv2d");
+    if (status == LOCUS_SUCCESS)
+        locus__cuda_set_algorithm(op, algorithm == LOCUS_CONV_MEC ? "mec"
+                                      : algorithm == LOCUS_CONV_IMPLICIT_GEMM
+                                          ? "implicit"
+                                          : "im2col");
+    locus__cuda_end(run.device);
+    return status;
+}

@@ -1,0 +1,100 @@
+/*
+ * The launchers of the CUDA kernels (.cu files), callable from the module's
+ * C code. Each takes device pointers and a stream, enqueues its kernels and
+ * returns the launch status (cudaGetLastError after the launch); none
+ * synchronizes, so the caller decides when to wait and a failure inside a
+ * kernel shows up at that wait.
+ *
+ * Shapes are size_t as in the public API; the launchers refuse (with
+ * cudaErrorInvalidValue) what the grid cannot cover rather than truncate.
+ */
+#ifndef LOCUS_CUDA_KERNELS_H
+#define LOCUS_CUDA_KERNELS_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- reduce (reduce.cu) ---- */
+
+/* Blocks of the reduction grid on a device of `sms` multiprocessors, and
+ * the bytes of device scratch it needs: the per-block partials, the ticket
+ * counter and the result. The scratch must start zeroed (the counter); the
+ * kernels leave it zeroed again. */
+int locus__cuda_reduce_blocks(int sms);
+size_t locus__cuda_reduce_scratch_bytes(int sms);
+
+/* op: 0 sum, 1 min, 2 max (locus_reduce_op). Writes the result as a double
+ * into scratch; locus__cuda_reduce_result_offset() says where. atomic != 0:
+ * blocks combine with atomics (sum order then varies from run to run). */
+cudaError_t locus__cuda_reduce(const float *x, size_t count, int op, int atomic,
+                               int sms, void *scratch, cudaStream_t stream);
+size_t locus__cuda_reduce_result_offset(int sms);
+
+/* ---- gemm (gemm.cu) ---- */
+
+/* One GEMM, or a batch of them: C_z = alpha op(A_z) op(B_z) + beta C_z,
+ * row-major, for z = outer * inner_count + inner, with
+ * X_z = X + outer * x_stride[0] + inner * x_stride[1] (elements). A plain
+ * GEMM has batch_outer = batch_inner = 1. beta == 0: C is not read. */
+typedef struct locus__cuda_gemm {
+    int trans_a, trans_b; /* nonzero: the operand is stored transposed */
+    int math;             /* locus_math_mode */
+    size_t m, n, k;
+    size_t lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    size_t batch_outer, batch_inner;
+    size_t a_stride[2], b_stride[2], c_stride[2];
+} locus__cuda_gemm;
+
+cudaError_t locus__cuda_gemm_run(const locus__cuda_gemm *g,
+                                 cudaStream_t stream);
+/* The kernel a call would use, for the record ("simt 128x128", ...). */
+const char *locus__cuda_gemm_kernel_name(int math);
+
+/* ---- conv2d lowering and implicit GEMM (conv.cu) ---- */
+
+typedef struct locus__cuda_conv {
+    size_t batch, channels, height, width;
+    size_t filters, kernel_h, kernel_w;
+    size_t stride_h, stride_w, pad_h, pad_w;
+    size_t out_h, out_w;
+    int math;
+} locus__cuda_conv;
+
+/* im2col of images [first, first + images): columns of image i at
+ * columns + (i - first) * C*R*S*P*Q, rows (c, r, s), columns (p, q). */
+cudaError_t locus__cuda_im2col(const locus__cuda_conv *cv, const float *input,
+                               size_t first, size_t images, float *columns,
+                               cudaStream_t stream);
+
+/* MEC lowering of images [first, first + images): per image a matrix of
+ * (Hp * C * S) rows by Q columns, L[h][c][s][q] = Xpad[c][h][q*sw + s]
+ * (backends/cpu/mec.c explains the layout). */
+size_t locus__cuda_mec_rows(const locus__cuda_conv *cv);
+cudaError_t locus__cuda_mec_lower(const locus__cuda_conv *cv,
+                                  const float *input, size_t first,
+                                  size_t images, float *lowered,
+                                  cudaStream_t stream);
+/* F'[k][r][c][s] = F[k][c][r][s], MEC's contraction order. */
+cudaError_t locus__cuda_filter_krcs(const locus__cuda_conv *cv,
+                                    const float *filter, float *permuted,
+                                    cudaStream_t stream);
+
+/* The whole convolution with im2col done on the fly inside the GEMM's tile
+ * loads: no workspace. */
+cudaError_t locus__cuda_conv_implicit(const locus__cuda_conv *cv,
+                                      const float *input, const float *filter,
+                                      float *output, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * Reduce and GEMM on a CUDA device: the table entries that take the
+ * runtime's validated descriptors and device pointers, launch the kernels
+ * (reduce.cu, gemm.cu) on the device's stream and wait for them, so that
+ * every op has finished when it returns, as backend.h requires.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cuda_internal.h"
+#include "cuda_kernels.h"
+
+static locus_status check_f32(const cuda_state *state, const char *op,
+                              locus_dtype dtype)
+{
+    if (dtype == LOCUS_DTYPE_F32)
+        return LOCUS_SUCCESS;
+    return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                 "%s dtype %d is not implemented on cuda", op,
+                                 (int)dtype);
+}
+
+/* The reduce scratch (partials, ticket, result) and the pinned slot the
+ * result is read back into: made once per device, the ticket zeroed. */
+static locus_status reduce_scratch(const cuda_state *state, size_t index,
+                                   cuda_device *device)
+{
+    if (device->reduce_scratch != NULL && device->result_host != NULL)
+        return LOCUS_SUCCESS;
+    const size_t bytes =
+        locus__cuda_reduce_scratch_bytes(device->compute_units);
+    cudaError_t err = cudaSuccess;
+    if (device->reduce_scratch == NULL) {
+        err = cudaMalloc(&device->reduce_scratch, bytes);
+        if (err != cudaSuccess) {
+            device->reduce_scratch = NULL;
+            return locus__cuda_fail(state, index, err,
+                                    "cudaMalloc of the %zu-byte reduce "
+                                    "scratch",
+                                    bytes);
+        }
+        err = cudaMemsetAsync(device->reduce_scratch, 0, bytes, device->stream);
+        if (err != cudaSuccess) {
+            (void)cudaFree(device->reduce_scratch);
+            device->reduce_scratch = NULL;
+            return locus__cuda_fail(state, index, err,
+                                    "cudaMemsetAsync of the reduce scratch");
+        }
+    }
+    if (device->result_host == NULL) {
+        void *host = NULL;
+        err = cudaHostAlloc(&host, sizeof(double), cudaHostAllocDefault);
+        if (err != cudaSuccess)
+            return locus__cuda_fail(state, index, err,
+                                    "cudaHostAlloc of the reduce result");
+        device->result_host = host;
+    }
+    return LOCUS_SUCCESS;
+}
+
+/* allow_atomic was appended to the descriptor: a caller built against the
+ * older header passes a shorter struct, which means "deterministic". */
+static int wants_atomic(const locus_reduce_desc *desc)
+{
+    return desc->struct_size >= offsetof(locus_reduce_desc, allow_atomic) +
+                                    sizeof desc->allow_atomic &&
+           desc->allow_atomic != 0;
+}
+
+locus_status locus__cuda_reduce_op(void *opaque, size_t index,
+                                   const locus_reduce_desc *desc, const void *x,
+                                   double *result, locus_op_context *op)
+{
+    cuda_state *state = opaque;
+    if (desc == NULL || x == NULL || result == NULL)
+        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                     "cuda reduce: NULL %s",
+                                     desc == NULL ? "desc"
+                                     : x == NULL  ? "x"
+                                                  : "result");
+    locus_status status = check_f32(state, "reduce", desc->dtype);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->count == 0)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "cuda reduce over 0 elements");
+    cuda_device *device = NULL;
+    status = locus__cuda_begin(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    status = reduce_scratch(state, index, device);
+    if (status != LOCUS_SUCCESS)
+        goto end;
+    const int atomic = wants_atomic(desc);
+    cudaError_t err = locus__cuda_reduce(
+        x, desc->count, (int)desc->op, atomic, device->compute_units,
+        device->reduce_scratch, device->stream);
+    if (err != cudaSuccess) {
+        status = locus__cuda_fail(
+            state, index, err, "reduce launch over %zu elements", desc->count);
+        goto end;
+    }
+    const char *scratch = device->reduce_scratch;
+    err = cudaMemcpyAsync(
+        device->result_host,
+        scratch + locus__cuda_reduce_result_offset(device->compute_units),
+        sizeof(double), cudaMemcpyDeviceToHost, device->stream);
+    if (err != cudaSuccess) {
+        status = locus__cuda_fail(state, index, err,
+                                  "reading back the reduce result");
+        goto end;
+    }
+    status = locus__cuda_sync(state, index, "reduce");
+    if (status != LOCUS_SUCCESS)
+        goto end;
+    *result = *device->result_host;
+    locus__cuda_set_algorithm(op, atomic ? "single-pass atomic"
+                                         : "single-pass tree");
+end:
+    locus__cuda_end(device);
+    return status;
+}
+
+/* The grid covers m in 65535 tiles of 128 rows. */
+#define GEMM_MAX_M ((size_t)65535 * 128)
+
+locus_status locus__cuda_gemm_op(void *opaque, size_t index,
+                                 const locus_gemm_desc *desc, const void *a,
+                                 const void *b, void *c, locus_op_context *op)
+{
+    cuda_state *state = opaque;
+    if (desc == NULL || a == NULL || b == NULL || c == NULL)
+        return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                     "cuda gemm: NULL desc or matrix");
+    locus_status status = check_f32(state, "gemm", desc->dtype);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->m > GEMM_MAX_M)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "cuda gemm: m = %zu is above the %zu "
+                                     "rows one launch covers",
+                                     desc->m, GEMM_MAX_M);
+    locus__cuda_gemm g = {
+        .trans_a = desc->trans_a == LOCUS_TRANS,
+        .trans_b = desc->trans_b == LOCUS_TRANS,
+        .math = (int)desc->math,
+        .m = desc->m,
+        .n = desc->n,
+        .k = desc->k,
+        .lda = desc->lda,
+        .ldb = desc->ldb,
+        .ldc = desc->ldc,
+        .alpha = (float)desc->alpha,
+        .beta = (float)desc->beta,
+        .a = a,
+        .b = b,
+        .c = c,
+        .batch_outer = 1,
+        .batch_inner = 1,
+    };
+    cuda_device *device = NULL;
+    status = locus__cuda_begin(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    cudaError_t err = locus__cuda_gemm_run(&g, device->stream);
+    if (err != cudaSuccess)
+        status = locus__cuda_fail(
+            state, index, err, "gemm launch %zux%zux%zu (%s)", desc->m, desc->n,
+            desc->k, locus__cuda_gemm_kernel_name(g.math));
+    else
+        status = locus__cuda_sync(state, index, "gemm");
+    if (status == LOCUS_SUCCESS)
+        locus__cuda_set_algorithm(op, locus__cuda_gemm_kernel_name(g.math));
+    locus__cuda_end(device);
+    return status;
+}

@@ -1,0 +1,135 @@
+/*
+ * GEMM entry: C = alpha op(A) op(B) + beta C, row-major, any m, n, k,
+ * leading dimensions and transposes, plain or batched (cuda_kernels.h).
+ *
+ * The four transpose cases are four instantiations of the same kernels
+ * with a different loader per operand (gemm_tile.cuh), not a transposing
+ * copy first: the copy would cost a pass over the operand and workspace,
+ * the loader costs nothing but code size.
+ */
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#include "cuda_kernels.h"
+#include "gemm_kernels.cuh"
+
+namespace locus_cuda
+{
+namespace
+{
+
+template <bool TransA, bool TransB> struct GemmProblem {
+    const float *a, *b;
+    float *c;
+    size_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    size_t batches, inner;
+    size_t a_stride[2], b_stride[2], c_stride[2];
+    bool vec_a, vec_b, vec_c;
+
+    __device__ __forceinline__ size_t offset(const size_t (&stride)[2],
+                                             size_t z) const
+    {
+        return (z / inner) * stride[0] + (z % inner) * stride[1];
+    }
+
+    /* op(A) is m x k: stored m x k (k-contiguous) or, transposed, k x m. */
+    template <int BM, int BK>
+    __device__ __forceinline__ MatrixLoader<BM, BK, !TransA>
+    a_loader(size_t z) const
+    {
+        MatrixLoader<BM, BK, !TransA> l;
+        l.ptr = a + offset(a_stride, z);
+        l.ld = lda;
+        l.extent_mn = m;
+        l.extent_k = k;
+        l.vec = vec_a;
+        return l;
+    }
+
+    /* op(B) is k x n: stored k x n (n-contiguous) or, transposed, n x k. */
+    template <int BN, int BK>
+    __device__ __forceinline__ MatrixLoader<BN, BK, TransB>
+    b_loader(size_t z) const
+    {
+        MatrixLoader<BN, BK, TransB> l;
+        l.ptr = b + offset(b_stride, z);
+        l.ld = ldb;
+        l.extent_mn = n;
+        l.extent_k = k;
+        l.vec = vec_b;
+        return l;
+    }
+
+    __device__ __forceinline__ Epilogue epilogue(size_t z) const
+    {
+        Epilogue e;
+        e.c = c + offset(c_stride, z);
+        e.ldc = ldc;
+        e.m = m;
+        e.n = n;
+        e.alpha = alpha;
+        e.beta = beta;
+        e.vec = vec_c;
+        return e;
+    }
+};
+
+template <bool TransA, bool TransB>
+cudaError_t run(const locus__cuda_gemm *g, cudaStream_t stream)
+{
+    GemmProblem<TransA, TransB> p;
+    p.a = g->a;
+    p.b = g->b;
+    p.c = g->c;
+    p.m = g->m;
+    p.n = g->n;
+    p.k = g->k;
+    p.lda = g->lda;
+    p.ldb = g->ldb;
+    p.ldc = g->ldc;
+    p.alpha = g->alpha;
+    p.beta = g->beta;
+    p.batches = g->batch_outer * g->batch_inner;
+    p.inner = g->batch_inner;
+    for (int i = 0; i < 2; i++) {
+        p.a_stride[i] = g->a_stride[i];
+        p.b_stride[i] = g->b_stride[i];
+        p.c_stride[i] = g->c_stride[i];
+    }
+    p.vec_a = vector_ok(g->a, g->lda, g->a_stride);
+    p.vec_b = vector_ok(g->b, g->ldb, g->b_stride);
+    p.vec_c = vector_ok(g->c, g->ldc, g->c_stride);
+    return launch_gemm(p, g->math, stream);
+}
+
+} // namespace
+} // namespace locus_cuda
+
+extern "C" cudaError_t locus__cuda_gemm_run(const locus__cuda_gemm *g,
+                                            cudaStream_t stream)
+{
+    if (g == nullptr || g->a == nullptr || g->b == nullptr || g->c == nullptr ||
+        g->m == 0 || g->n == 0 || g->k == 0 || g->batch_outer == 0 ||
+        g->batch_inner == 0)
+        return cudaErrorInvalidValue;
+    if (g->trans_a) {
+        return g->trans_b ? locus_cuda::run<true, true>(g, stream)
+                          : locus_cuda::run<true, false>(g, stream);
+    }
+    return g->trans_b ? locus_cuda::run<false, true>(g, stream)
+                      : locus_cuda::run<false, false>(g, stream);
+}
+
+extern "C" const char *locus__cuda_gemm_kernel_name(int math)
+{
+    switch (math) {
+    case locus_cuda::kTf32:
+        return "mma tf32 128x128x16";
+    case locus_cuda::k3xTf32:
+        return "mma 3xtf32 128x128x16";
+    default:
+        return "simt fp32 128x128x8";
+    }
+}

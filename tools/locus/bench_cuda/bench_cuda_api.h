@@ -1,0 +1,54 @@
+/* The table a CUDA reference module of `locus bench` exports (one module
+ * per vendor library: cub, cublas, cudnn; see tools/meson.build). The
+ * modules are loaded with dlopen by bench_ref_cuda.c, so the `locus` tool
+ * and liblocus never link a CUDA library, and a machine without CUDA, or
+ * without one of the libraries, loses only that reference.
+ *
+ * Each module allocates its own device inputs, fills them with
+ * reproducible pseudo-random values in [-1, 1) from the seed, runs one
+ * warm-up, then `repeat` timed runs (CUDA events), and returns the best
+ * time in seconds. Entries a module does not offer are NULL. On failure an
+ * entry returns nonzero with the reason in error. */
+#ifndef LOCUS_BENCH_CUDA_API_H
+#define LOCUS_BENCH_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOCUS_BENCH_CUDA_ABI 1
+#define LOCUS_BENCH_CUDA_ENTRY "locus_bench_cuda_entry"
+
+/* N, C, H, W, K, R, S, stride, pad, as `locus bench conv --size`. */
+typedef struct locus_bench_cuda_conv {
+    size_t batch, channels, height, width, filters, kernel_h, kernel_w;
+    size_t stride, pad;
+} locus_bench_cuda_conv;
+
+typedef struct locus_bench_cuda {
+    int abi; /* LOCUS_BENCH_CUDA_ABI */
+    const char *library;
+    /* f32 sum of count elements. */
+    int (*reduce)(size_t count, uint64_t seed, int repeat, double *seconds,
+                  char *error, size_t error_size);
+    /* C = A B, row-major m x k times k x n, beta 0; tf32: tensor cores. */
+    int (*gemm)(size_t m, size_t n, size_t k, int tf32, uint64_t seed,
+                int repeat, double *seconds, char *error, size_t error_size);
+    /* Forward convolution, NCHW/KCRS f32; name gets the algorithm used. */
+    int (*conv)(const locus_bench_cuda_conv *shape, int tf32, uint64_t seed,
+                int repeat, double *seconds, char *name, size_t name_size,
+                char *error, size_t error_size);
+    /* An empty kernel launch plus stream synchronize. */
+    int (*launch)(int repeat, double *seconds, char *error, size_t error_size);
+} locus_bench_cuda;
+
+typedef const locus_bench_cuda *(*locus_bench_cuda_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

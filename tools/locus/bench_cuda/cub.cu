@@ -1,0 +1,74 @@
+/* `locus bench` references from the CUDA toolkit alone: CUB's
+ * DeviceReduce::Sum (with the result read back to the host, as a Locus
+ * reduce returns it) and the raw cost of launching an empty kernel and
+ * waiting for it, the floor of any op's overhead. */
+#include <cub/device/device_reduce.cuh>
+
+#include "bench_cuda_common.cuh"
+
+namespace
+{
+
+__global__ void empty_kernel()
+{
+}
+
+int reduce(size_t count, uint64_t seed, int repeat, double *seconds,
+           char *error, size_t error_size)
+{
+    float *x = nullptr, *sum = nullptr, *host_sum = nullptr;
+    void *temp = nullptr;
+    size_t temp_bytes = 0;
+    if (error_size > 0)
+        error[0] = '\0';
+    BENCH_CUDA_TRY(bench_cuda::random_buffer(&x, count, seed));
+    BENCH_CUDA_TRY(cudaMalloc(&sum, sizeof(float)));
+    BENCH_CUDA_TRY(cudaMallocHost(&host_sum, sizeof(float)));
+    BENCH_CUDA_TRY(
+        cub::DeviceReduce::Sum(temp, temp_bytes, x, sum, (long long)count));
+    BENCH_CUDA_TRY(cudaMalloc(&temp, temp_bytes));
+    BENCH_CUDA_TRY(bench_cuda::time_best(
+        [&]() {
+            cudaError_t err = cub::DeviceReduce::Sum(temp, temp_bytes, x, sum,
+                                                     (long long)count);
+            if (err == cudaSuccess)
+                err = cudaMemcpyAsync(host_sum, sum, sizeof(float),
+                                      cudaMemcpyDeviceToHost);
+            return err;
+        },
+        repeat, seconds));
+cleanup:
+    int failed = error_size > 0 && error[0] != '\0';
+    cudaFree(temp);
+    cudaFreeHost(host_sum);
+    cudaFree(sum);
+    cudaFree(x);
+    return failed;
+}
+
+int launch(int repeat, double *seconds, char *error, size_t error_size)
+{
+    if (error_size > 0)
+        error[0] = '\0';
+    BENCH_CUDA_TRY(bench_cuda::time_best(
+        []() {
+            empty_kernel<<<1, 32>>>();
+            return cudaGetLastError();
+        },
+        repeat, seconds));
+    return 0;
+cleanup:
+    return 1;
+}
+
+const locus_bench_cuda table = {
+    LOCUS_BENCH_CUDA_ABI, "cub", reduce, nullptr, nullptr, launch,
+};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const locus_bench_cuda *
+locus_bench_cuda_entry(void)
+{
+    return &table;
+}

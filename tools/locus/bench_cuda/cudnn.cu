@@ -1,0 +1,139 @@
+/* `locus bench conv` reference: cuDNN forward convolution, NCHW/KCRS f32,
+ * with the fastest algorithm cudnnFindConvolutionForwardAlgorithm measures
+ * for the shape (whatever its workspace), then timed on its own. FP32 uses
+ * CUDNN_FMA_MATH (no TF32 tensor cores, FP32 semantics as Locus's fp32);
+ * --math tf32 allows tensor cores (CUDNN_TENSOR_OP_MATH). */
+#include <cudnn.h>
+
+#include "bench_cuda_common.cuh"
+
+namespace
+{
+
+const char *algorithm_name(cudnnConvolutionFwdAlgo_t algorithm)
+{
+    switch (algorithm) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+        return "implicit_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+        return "implicit_precomp_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+        return "gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+        return "direct";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+        return "fft";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+        return "fft_tiling";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+        return "winograd";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+        return "winograd_nonfused";
+    default:
+        return "unknown";
+    }
+}
+
+#define CUDNN_TRY(call)                                                        \
+    do {                                                                       \
+        cudnnStatus_t s_ = (call);                                             \
+        if (s_ != CUDNN_STATUS_SUCCESS) {                                      \
+            bench_cuda::fail(error, error_size, "%s: %s", #call,               \
+                             cudnnGetErrorString(s_));                         \
+            goto cleanup;                                                      \
+        }                                                                      \
+    } while (0)
+
+int conv(const locus_bench_cuda_conv *t, int tf32, uint64_t seed, int repeat,
+         double *seconds, char *name, size_t name_size, char *error,
+         size_t error_size)
+{
+    cudnnHandle_t handle = nullptr;
+    cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
+    cudnnFilterDescriptor_t w_desc = nullptr;
+    cudnnConvolutionDescriptor_t conv_desc = nullptr;
+    float *x = nullptr, *w = nullptr, *y = nullptr;
+    void *workspace = nullptr;
+    int n = 0, k = 0, p = 0, q = 0, returned = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[16];
+    cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+    size_t workspace_bytes = 0;
+    const float alpha = 1.0f, beta = 0.0f;
+    if (error_size > 0)
+        error[0] = '\0';
+    CUDNN_TRY(cudnnCreate(&handle));
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&x_desc));
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&y_desc));
+    CUDNN_TRY(cudnnCreateFilterDescriptor(&w_desc));
+    CUDNN_TRY(cudnnCreateConvolutionDescriptor(&conv_desc));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(
+        x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)t->batch,
+        (int)t->channels, (int)t->height, (int)t->width));
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(
+        w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)t->filters,
+        (int)t->channels, (int)t->kernel_h, (int)t->kernel_w));
+    CUDNN_TRY(cudnnSetConvolution2dDescriptor(
+        conv_desc, (int)t->pad, (int)t->pad, (int)t->stride, (int)t->stride, 1,
+        1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_TRY(cudnnSetConvolutionMathType(conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH
+                                                          : CUDNN_FMA_MATH));
+    CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(conv_desc, x_desc, w_desc,
+                                                    &n, &k, &p, &q));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NCHW,
+                                         CUDNN_DATA_FLOAT, n, k, p, q));
+    BENCH_CUDA_TRY(bench_cuda::random_buffer(
+        &x, t->batch * t->channels * t->height * t->width, seed));
+    BENCH_CUDA_TRY(bench_cuda::random_buffer(
+        &w, t->filters * t->channels * t->kernel_h * t->kernel_w, seed + 1));
+    BENCH_CUDA_TRY(
+        cudaMalloc(&y, (size_t)n * (size_t)k * (size_t)p * (size_t)q * 4));
+    CUDNN_TRY(cudnnFindConvolutionForwardAlgorithm(
+        handle, x_desc, w_desc, conv_desc, y_desc, 16, &returned, perf));
+    for (int i = 0; i < returned; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            algorithm = perf[i].algo;
+            workspace_bytes = perf[i].memory;
+            break;
+        }
+    if (workspace_bytes > 0)
+        BENCH_CUDA_TRY(cudaMalloc(&workspace, workspace_bytes));
+    snprintf(name, name_size, "%s", algorithm_name(algorithm));
+    BENCH_CUDA_TRY(bench_cuda::time_best(
+        [&]() {
+            cudnnStatus_t s = cudnnConvolutionForward(
+                handle, &alpha, x_desc, x, w_desc, w, conv_desc, algorithm,
+                workspace, workspace_bytes, &beta, y_desc, y);
+            return s == CUDNN_STATUS_SUCCESS ? cudaGetLastError()
+                                             : cudaErrorUnknown;
+        },
+        repeat, seconds));
+cleanup:
+    int failed = error_size > 0 && error[0] != '\0';
+    cudaFree(workspace);
+    cudaFree(y);
+    cudaFree(w);
+    cudaFree(x);
+    if (conv_desc != nullptr)
+        cudnnDestroyConvolutionDescriptor(conv_desc);
+    if (w_desc != nullptr)
+        cudnnDestroyFilterDescriptor(w_desc);
+    if (y_desc != nullptr)
+        cudnnDestroyTensorDescriptor(y_desc);
+    if (x_desc != nullptr)
+        cudnnDestroyTensorDescriptor(x_desc);
+    if (handle != nullptr)
+        cudnnDestroy(handle);
+    return failed;
+}
+
+const locus_bench_cuda table = {
+    LOCUS_BENCH_CUDA_ABI, "cudnn", nullptr, nullptr, conv, nullptr,
+};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const locus_bench_cuda *
+locus_bench_cuda_entry(void)
+{
+    return &table;
+}
