@@ -220,16 +220,21 @@ static void lower_band(const locus__conv_shape *sh, const float *first,
                         memset(dst, 0, q_count * sizeof(float));
                         continue;
                     }
-                    /* Column q reads x = q * stride_w + s - pad_w. */
+                    /* Column q reads x = q * stride_w + s - pad_w, inside
+                     * the row for q in [lo, hi). The pointer is formed from
+                     * the first of those only: with a wide padding, the
+                     * row's start minus pad_w lies outside any object. */
                     const float *row = first + i * image_size + c * plane +
-                                       (h - sh->pad_h) * sh->width + s -
-                                       sh->pad_w;
+                                       (h - sh->pad_h) * sh->width;
                     memset(dst, 0, lo * sizeof(float));
-                    if (sh->stride_w == 1) {
-                        memcpy(dst + lo, row + lo, (hi - lo) * sizeof(float));
-                    } else {
-                        for (size_t q = lo; q < hi; q++)
-                            dst[q] = row[q * sh->stride_w];
+                    if (lo < hi) {
+                        const float *x =
+                            row + (lo * sh->stride_w + s - sh->pad_w);
+                        if (sh->stride_w == 1)
+                            memcpy(dst + lo, x, (hi - lo) * sizeof(float));
+                        else
+                            for (size_t q = lo; q < hi; q++)
+                                dst[q] = x[(q - lo) * sh->stride_w];
                     }
                     memset(dst + hi, 0, (q_count - hi) * sizeof(float));
                 }
