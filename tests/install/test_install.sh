@@ -4,7 +4,8 @@
 # pkg-config against the installed headers and library, and the installed
 # `locus` finds its modules with no LOCUS_PLUGIN_PATH (through the modules
 # folder beside the installed liblocus, since a DESTDIR install is not at
-# its prefix).
+# its prefix). The caller's LD_LIBRARY_PATH is kept after the installed
+# lib: the tool may link optional bench libraries found through it.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR PREFIX LIBDIR
 set -eu
 build=$1 source=$2 prefix=$3 libdir=$4
@@ -43,11 +44,11 @@ flags=$(pkg-config --cflags --libs locus | sed "s|$prefix|$root|g")
 # shellcheck disable=SC2086
 cc -std=c17 "$scratch/example.c" $flags -o "$scratch/example" ||
     fail "the README example does not build with pkg-config"
-LD_LIBRARY_PATH="$lib" "$scratch/example" || fail "the README example failed"
+LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$scratch/example" || fail "the README example failed"
 
 # The installed tool finds the installed modules by itself.
 unset LOCUS_PLUGIN_PATH
-info=$(LD_LIBRARY_PATH="$lib" "$root/bin/locus" info --json) ||
+info=$(LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$root/bin/locus" info --json) ||
     fail "installed locus info failed"
 if [ -e "$lib/locus/locus-opencl.so" ]; then
     echo "$info" | grep -q "$lib/locus/locus-opencl.so" ||
