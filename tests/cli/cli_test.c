@@ -11,28 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "json_check.h"
 #include "run_command.h"
 
 static const char *locus_path;
-static int failures;
-
-static bool expect(bool condition, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static bool expect(bool condition, const char *format, ...)
-{
-    if (!condition) {
-        va_list arguments;
-        va_start(arguments, format);
-        fputs("FAIL: ", stderr);
-        vfprintf(stderr, format, arguments);
-        fputc('\n', stderr);
-        va_end(arguments);
-        failures++;
-    }
-    return condition;
-}
 
 /* Runs `locus` with up to 15 arguments (NULL-terminated list) and an
  * environment; prints the command so a failure is easy to replay. */

@@ -16,6 +16,8 @@
 
 #include <locus/locus.h>
 
+#include "cpu_contexts.h"
+#include "test_buffers.h"
 #include "test_util.h"
 
 /* Sentinel in the padding columns of C: the kernel must not write there. */
@@ -48,20 +50,6 @@ static float *make_matrix(size_t rows, size_t cols, size_t ld)
         for (size_t j = 0; j < ld; j++)
             x[i * ld + j] = j < cols ? (float)test_rng_uniform(-1.0, 1.0) : NAN;
     return x;
-}
-
-static locus_buffer *upload(locus_context *ctx, const float *x, size_t count)
-{
-    locus_buffer *buf = NULL;
-    if (TEST_OK(locus_buffer_create(ctx, count * sizeof *x, NULL, &buf)) !=
-        LOCUS_SUCCESS)
-        return NULL;
-    if (TEST_OK(locus_buffer_write(buf, 0, x, count * sizeof *x)) !=
-        LOCUS_SUCCESS) {
-        locus_buffer_destroy(buf);
-        return NULL;
-    }
-    return buf;
 }
 
 /* Checks C element by element against the float64 product. Each
@@ -177,9 +165,9 @@ static void run_case_into(locus_context *ctx, locus_device *dev,
         }
     }
 
-    locus_buffer *ba = upload(ctx, a, a_rows * lda);
-    locus_buffer *bb = upload(ctx, b, b_rows * ldb);
-    locus_buffer *bc = upload(ctx, c0, s->m * ldc);
+    locus_buffer *ba = test_upload_floats(ctx, a, a_rows * lda);
+    locus_buffer *bb = test_upload_floats(ctx, b, b_rows * ldb);
+    locus_buffer *bc = test_upload_floats(ctx, c0, s->m * ldc);
     if (!ba || !bb || !bc)
         goto destroy_buffers;
 
@@ -361,38 +349,12 @@ free_results:
     free(again);
 }
 
-/* A context forced to one ISA (NULL: the best) on a topology (NULL: this
- * machine) with a worker count (NULL: the default). NULL with *skipped
- * set when the CPU lacks the ISA. */
-static locus_context *make_context(const char *isa, const char *topology,
-                                   const char *threads, int *skipped)
-{
-    locus_context_options options;
-    locus_context_options_init(&options);
-    options.cpu_isa = isa;
-    options.topology = topology;
-    options.threads = threads;
-    locus_context *ctx = NULL;
-    *skipped = 0;
-    locus_status status = locus_context_create(&options, &ctx);
-    if (status == LOCUS_ERROR_BAD_ENVIRONMENT && isa) {
-        printf("skipping %s: not supported (%s)\n", isa, locus_last_error());
-        *skipped = 1;
-        return NULL;
-    }
-    TEST_OK(status);
-    return status == LOCUS_SUCCESS ? ctx : NULL;
-}
-
 static void test_isa(const char *isa)
 {
-    int skipped;
-    locus_context *ctx = make_context(isa, NULL, NULL, &skipped);
+    locus_context *ctx = test_cpu_isa_context(isa);
     if (!ctx)
         return;
-    locus_context *single = make_context(isa, NULL, "1", &skipped);
-    printf("isa %s\n", isa);
-    fflush(stdout);
+    locus_context *single = test_cpu_context(isa, NULL, "1");
     expected_isa = isa;
     locus_device *dev = NULL;
     if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
@@ -404,20 +366,9 @@ static void test_isa(const char *isa)
     }
 
     /* The per-node devices of machines with several nodes. */
-    size_t count = 0;
-    TEST_OK(locus_device_count(ctx, &count));
-    for (size_t i = 0; i < count; i++) {
-        locus_device *d = NULL;
-        locus_device_info info;
-        locus_device_info_init(&info);
-        if (TEST_OK(locus_device_get(ctx, i, &d)) != LOCUS_SUCCESS ||
-            TEST_OK(locus_device_get_info(d, &info)) != LOCUS_SUCCESS)
-            continue;
-        if (d == dev || strcmp(info.backend, "cpu") != 0)
-            continue;
-        printf("also on %s\n", info.selector);
+    size_t at = 0;
+    for (locus_device *d; (d = test_next_other_cpu_device(ctx, dev, &at));)
         test_device(ctx, d, 0);
-    }
     expected_isa = NULL;
     locus_context_destroy(single);
     locus_context_destroy(ctx);
@@ -433,11 +384,10 @@ static void test_isa(const char *isa)
 
 static void test_two_tiny_nodes(void)
 {
-    int skipped;
-    locus_context *ctx = make_context(NULL, TINY_TWO_NODES, NULL, &skipped);
+    locus_context *ctx = test_cpu_context(NULL, TINY_TWO_NODES, NULL);
     if (!ctx)
         return;
-    locus_context *single = make_context(NULL, TINY_TWO_NODES, "1", &skipped);
+    locus_context *single = test_cpu_context(NULL, TINY_TWO_NODES, "1");
     printf("two nodes, tiny caches\n");
     fflush(stdout);
     locus_device *dev = NULL;
@@ -454,9 +404,8 @@ static void test_two_tiny_nodes(void)
 int main(int argc, char **argv)
 {
     test_seed(argc, argv);
-    static const char *const isas[] = {"generic", "avx2", "avx512"};
-    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
-        test_isa(isas[i]);
+    for (size_t i = 0; i < TEST_CPU_ISA_COUNT; i++)
+        test_isa(test_cpu_isas[i]);
     test_two_tiny_nodes();
     printf("%s: %d failure(s)\n", argv[0], test_failures());
     return test_exit_code();

@@ -5,20 +5,15 @@
  * and images batched per GEMM when rows are short), several channels; the
  * output poisoned with NaN before every run; repeated runs bit-identical;
  * the workspace each algorithm reports; the algorithm `auto` names. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <locus/locus.h>
 
+#include "conv_reference.h"
+#include "cpu_contexts.h"
+#include "test_buffers.h"
 #include "test_util.h"
-
-typedef struct conv_case {
-    size_t n, c, h, w; /* input NCHW */
-    size_t k, r, s;    /* filter KCRS */
-    size_t sh, sw;     /* strides */
-    size_t ph, pw;     /* padding */
-} conv_case;
 
 /* Buffers and host copies of one case. */
 typedef struct conv_data {
@@ -29,20 +24,6 @@ typedef struct conv_data {
     locus_buffer *bin, *bf, *bout;
     char what[160];
 } conv_data;
-
-static locus_buffer *upload(locus_context *ctx, const float *x, size_t count)
-{
-    locus_buffer *buf = NULL;
-    if (TEST_OK(locus_buffer_create(ctx, count * sizeof *x, NULL, &buf)) !=
-        LOCUS_SUCCESS)
-        return NULL;
-    if (TEST_OK(locus_buffer_write(buf, 0, x, count * sizeof *x)) !=
-        LOCUS_SUCCESS) {
-        locus_buffer_destroy(buf);
-        return NULL;
-    }
-    return buf;
-}
 
 static void data_free(conv_data *d)
 {
@@ -64,36 +45,19 @@ static int data_init(locus_context *ctx, const conv_case *cc, conv_data *d)
              "%zux%zu",
              cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s, cc->sh, cc->sw,
              cc->ph, cc->pw);
-    locus_conv2d_desc *desc = &d->desc;
-    locus_conv2d_desc_init(desc);
-    desc->dtype = LOCUS_DTYPE_F32;
-    desc->batch = cc->n;
-    desc->in_channels = cc->c;
-    desc->in_height = cc->h;
-    desc->in_width = cc->w;
-    desc->out_channels = cc->k;
-    desc->kernel_height = cc->r;
-    desc->kernel_width = cc->s;
-    desc->stride_h = cc->sh;
-    desc->stride_w = cc->sw;
-    desc->pad_h = cc->ph;
-    desc->pad_w = cc->pw;
+    conv_describe(cc, &d->desc);
     d->p = (cc->h + 2 * cc->ph - cc->r) / cc->sh + 1;
     d->q = (cc->w + 2 * cc->pw - cc->s) / cc->sw + 1;
     d->in_count = cc->n * cc->c * cc->h * cc->w;
     d->f_count = cc->k * cc->c * cc->r * cc->s;
     d->out_count = cc->n * cc->k * d->p * d->q;
-    d->in = malloc(d->in_count * sizeof(float));
-    d->f = malloc(d->f_count * sizeof(float));
+    d->in = test_random_floats(d->in_count);
+    d->f = test_random_floats(d->f_count);
     d->out = malloc(d->out_count * sizeof(float));
     if (!TEST_EXPECT(d->in && d->f && d->out, "%s: out of memory", d->what))
         return 0;
-    for (size_t i = 0; i < d->in_count; i++)
-        d->in[i] = (float)test_rng_uniform(-1.0, 1.0);
-    for (size_t i = 0; i < d->f_count; i++)
-        d->f[i] = (float)test_rng_uniform(-1.0, 1.0);
-    d->bin = upload(ctx, d->in, d->in_count);
-    d->bf = upload(ctx, d->f, d->f_count);
+    d->bin = test_upload_floats(ctx, d->in, d->in_count);
+    d->bf = test_upload_floats(ctx, d->f, d->f_count);
     if (TEST_OK(locus_buffer_create(ctx, d->out_count * sizeof(float), NULL,
                                     &d->bout)) != LOCUS_SUCCESS)
         return 0;
@@ -105,54 +69,12 @@ static int data_init(locus_context *ctx, const conv_case *cc, conv_data *d)
 static int run(locus_context *ctx, locus_device *dev, conv_data *d,
                locus_conv_algorithm algorithm, float *out, locus_record *record)
 {
-    for (size_t i = 0; i < d->out_count; i++)
-        out[i] = NAN;
-    if (TEST_OK(locus_buffer_write(
-            d->bout, 0, out, d->out_count * sizeof(float))) != LOCUS_SUCCESS)
-        return 0;
+    char what[192];
+    snprintf(what, sizeof what, "%s %s", locus_conv_algorithm_str(algorithm),
+             d->what);
     d->desc.algorithm = algorithm;
-    locus_record_init(record);
-    if (TEST_OK(locus_conv2d(ctx, dev, &d->desc, d->bin, d->bf, d->bout,
-                             record)) != LOCUS_SUCCESS) {
-        fprintf(stderr, "  in %s %s\n", locus_conv_algorithm_str(algorithm),
-                d->what);
-        return 0;
-    }
-    return TEST_OK(locus_buffer_read(
-               d->bout, 0, out, d->out_count * sizeof(float))) == LOCUS_SUCCESS;
-}
-
-/* Any f32 summation order of CRS products stays within (CRS + 2) u of
- * sum |f||x| (u = 2^-24); the tolerance allows twice that. */
-static double tolerance(const conv_case *cc)
-{
-    return 2.0 * ((double)(cc->c * cc->r * cc->s) + 2.0) * 0x1.0p-24;
-}
-
-/* The direct loop in float64: value and magnitude of one output. */
-static void reference(const conv_data *d, size_t n, size_t k, size_t p,
-                      size_t q, double *value, double *magnitude)
-{
-    const conv_case *cc = &d->cc;
-    double ref = 0.0, mag = 0.0;
-    for (size_t c = 0; c < cc->c; c++)
-        for (size_t r = 0; r < cc->r; r++)
-            for (size_t s = 0; s < cc->s; s++) {
-                /* Padded coordinates, unsigned. */
-                size_t y = p * cc->sh + r, x = q * cc->sw + s;
-                if (y < cc->ph || y - cc->ph >= cc->h || x < cc->pw ||
-                    x - cc->pw >= cc->w)
-                    continue;
-                double v =
-                    (double)
-                        d->in[((n * cc->c + c) * cc->h + y - cc->ph) * cc->w +
-                              x - cc->pw] *
-                    d->f[((k * cc->c + c) * cc->r + r) * cc->s + s];
-                ref += v;
-                mag += fabs(v);
-            }
-    *value = ref;
-    *magnitude = mag;
+    return conv_run_poisoned(ctx, dev, &d->desc, d->bin, d->bf, d->bout, out,
+                             d->out_count, record, what);
 }
 
 /* out against the direct loop, and against other (im2col's result on the
@@ -160,44 +82,10 @@ static void reference(const conv_data *d, size_t n, size_t k, size_t p,
 static void check(const conv_data *d, const float *out, const float *other,
                   const char *algorithm)
 {
-    const conv_case *cc = &d->cc;
-    double tol = tolerance(cc), worst = 0.0, worst_other = 0.0;
-    size_t worst_at = 0, worst_other_at = 0;
-    for (size_t n = 0; n < cc->n; n++)
-        for (size_t k = 0; k < cc->k; k++)
-            for (size_t p = 0; p < d->p; p++)
-                for (size_t q = 0; q < d->q; q++) {
-                    size_t at = ((n * cc->k + k) * d->p + p) * d->q + q;
-                    double ref, mag;
-                    reference(d, n, k, p, q, &ref, &mag);
-                    /* All taps in the padding: exactly 0. */
-                    double err = mag > 0.0 ? fabs(out[at] - ref) / mag
-                                           : (out[at] == 0.0f ? 0.0 : INFINITY);
-                    if (!(err <= worst)) {
-                        worst = isnan(err) ? INFINITY : err;
-                        worst_at = at;
-                    }
-                    if (!other)
-                        continue;
-                    double diff = mag > 0.0
-                                      ? fabs((double)out[at] - other[at]) / mag
-                                      : (out[at] == other[at] ? 0.0 : INFINITY);
-                    if (!(diff <= worst_other)) {
-                        worst_other = isnan(diff) ? INFINITY : diff;
-                        worst_other_at = at;
-                    }
-                }
-    TEST_EXPECT(worst <= tol,
-                "%s %s: relative error %.3g > %.3g at output element %zu: "
-                "got %.9g",
-                algorithm, d->what, worst, tol, worst_at,
-                (double)out[worst_at]);
-    if (other)
-        TEST_EXPECT(worst_other <= tol,
-                    "%s %s: differs from im2col by %.3g > %.3g at output "
-                    "element %zu: %.9g vs %.9g",
-                    algorithm, d->what, worst_other, tol, worst_other_at,
-                    (double)out[worst_other_at], (double)other[worst_other_at]);
+    char what[192];
+    snprintf(what, sizeof what, "%s %s", algorithm, d->what);
+    conv_check_output(&d->cc, d->p, d->q, d->in, d->f, out, other, "im2col",
+                      what);
 }
 
 /* MEC and im2col on one case: both against the reference, MEC against
@@ -254,30 +142,14 @@ free_data:
  * channels, filters and odd, non-square image sizes varied along. */
 static void test_grid(locus_context *ctx, locus_device *dev, int all)
 {
-    static const size_t kernels[] = {1, 3, 5, 7};
-    static const size_t strides[] = {1, 2};
-    static const size_t pads[] = {0, 1, 3};
-    size_t index = 0;
-    for (size_t ki = 0; ki < 4; ki++)
-        for (size_t si = 0; si < 2; si++)
-            for (size_t pi = 0; pi < 3; pi++, index++) {
-                if (!all && index % 5 != 0)
-                    continue;
-                conv_case cc = {
-                    .n = index % 2 ? 3 : 1,
-                    .c = 2 + index % 3 * 2, /* 2, 4, 6 */
-                    .h = 7 + 2 * (index % 5),
-                    .w = 9 + 2 * (index % 4),
-                    .k = 1 + index % 5,
-                    .r = kernels[ki],
-                    .s = kernels[ki],
-                    .sh = strides[si],
-                    .sw = strides[si],
-                    .ph = pads[pi],
-                    .pw = pads[pi],
-                };
-                run_case(ctx, dev, &cc);
-            }
+    for (size_t index = 0; index < CONV_GRID_CASES; index++) {
+        if (!all && index % 5 != 0)
+            continue;
+        conv_case cc = conv_grid_case(index);
+        cc.c = 2 + index % 3 * 2; /* 2, 4, 6 */
+        cc.k = 1 + index % 5;
+        run_case(ctx, dev, &cc);
+    }
 }
 
 static void test_shapes(locus_context *ctx, locus_device *dev)
@@ -309,23 +181,7 @@ static void test_shapes(locus_context *ctx, locus_device *dev)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(ctx, dev, &cases[i]);
     for (int i = 0; i < 8; i++) {
-        conv_case cc = {
-            .n = test_rng_range(1, 3),
-            .c = test_rng_range(1, 6),
-            .h = test_rng_range(1, 25),
-            .w = test_rng_range(1, 40),
-            .k = test_rng_range(1, 8),
-            .r = test_rng_range(1, 7),
-            .s = test_rng_range(1, 7),
-            .sh = test_rng_range(1, 3),
-            .sw = test_rng_range(1, 3),
-            .ph = test_rng_range(0, 3),
-            .pw = test_rng_range(0, 3),
-        };
-        if (cc.h + 2 * cc.ph < cc.r)
-            cc.ph = (cc.r - cc.h + 1) / 2;
-        if (cc.w + 2 * cc.pw < cc.s)
-            cc.pw = (cc.s - cc.w + 1) / 2;
+        conv_case cc = conv_random_case(6, 40, 8);
         run_case(ctx, dev, &cc);
     }
 }
@@ -386,20 +242,9 @@ int main(int argc, char **argv)
     }
 
     /* The per-node devices, where the machine has several nodes. */
-    size_t count = 0;
-    TEST_OK(locus_device_count(ctx, &count));
-    for (size_t i = 0; i < count; i++) {
-        locus_device *d = NULL;
-        locus_device_info info;
-        locus_device_info_init(&info);
-        if (TEST_OK(locus_device_get(ctx, i, &d)) != LOCUS_SUCCESS ||
-            TEST_OK(locus_device_get_info(d, &info)) != LOCUS_SUCCESS)
-            continue;
-        if (d == dev || strcmp(info.backend, "cpu") != 0)
-            continue;
-        printf("also on %s\n", info.selector);
+    size_t at = 0;
+    for (locus_device *d; (d = test_next_other_cpu_device(ctx, dev, &at));)
         test_grid(ctx, d, 0);
-    }
 
     locus_context_destroy(ctx);
     printf("%s: %d failure(s)\n", argv[0], test_failures());

@@ -10,6 +10,7 @@
 
 #include <locus/locus.h>
 
+#include "cpu_contexts.h"
 #include "test_util.h"
 
 /* The sum is accumulated in at least float64 per worker, so even a long
@@ -272,19 +273,9 @@ static void test_signed_zeros(locus_context *ctx, locus_device *dev)
 
 static void test_isa(const char *isa)
 {
-    locus_context_options options;
-    locus_context_options_init(&options);
-    options.cpu_isa = isa;
-    locus_context *ctx = NULL;
-    locus_status status = locus_context_create(&options, &ctx);
-    if (status == LOCUS_ERROR_BAD_ENVIRONMENT) {
-        printf("skipping %s: not supported (%s)\n", isa, locus_last_error());
+    locus_context *ctx = test_cpu_isa_context(isa);
+    if (!ctx)
         return;
-    }
-    if (TEST_OK(status) != LOCUS_SUCCESS)
-        return;
-    printf("isa %s\n", isa);
-    fflush(stdout);
     locus_device *dev = NULL;
     if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
         test_device(ctx, dev);
@@ -292,29 +283,17 @@ static void test_isa(const char *isa)
         test_signed_zeros(ctx, dev);
     }
 
-    size_t count = 0;
-    TEST_OK(locus_device_count(ctx, &count));
-    for (size_t i = 0; i < count; i++) {
-        locus_device *d = NULL;
-        locus_device_info info;
-        locus_device_info_init(&info);
-        if (TEST_OK(locus_device_get(ctx, i, &d)) != LOCUS_SUCCESS ||
-            TEST_OK(locus_device_get_info(d, &info)) != LOCUS_SUCCESS)
-            continue;
-        if (d == dev || strcmp(info.backend, "cpu") != 0)
-            continue;
-        printf("also on %s\n", info.selector);
+    size_t at = 0;
+    for (locus_device *d; (d = test_next_other_cpu_device(ctx, dev, &at));)
         test_device(ctx, d);
-    }
     locus_context_destroy(ctx);
 }
 
 int main(int argc, char **argv)
 {
     test_seed(argc, argv);
-    static const char *const isas[] = {"generic", "avx2", "avx512"};
-    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
-        test_isa(isas[i]);
+    for (size_t i = 0; i < TEST_CPU_ISA_COUNT; i++)
+        test_isa(test_cpu_isas[i]);
     printf("%s: %d failure(s)\n", argv[0], test_failures());
     return test_exit_code();
 }

@@ -12,28 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "expect.h"
 #include "json_check.h"
 #include "run_command.h"
 
 static const char *locus_path;
-static int failures;
-
-static bool expect(bool condition, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static bool expect(bool condition, const char *format, ...)
-{
-    if (!condition) {
-        va_list arguments;
-        va_start(arguments, format);
-        fputs("FAIL: ", stderr);
-        vfprintf(stderr, format, arguments);
-        fputc('\n', stderr);
-        va_end(arguments);
-        failures++;
-    }
-    return condition;
-}
 
 static const char *const synthetic_env[] = {
     "LOCUS_TOPOLOGY=synthetic:node:2 core:2 pu:1", "LOCUS_BACKENDS=cpu", NULL};

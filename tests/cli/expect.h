@@ -1,0 +1,35 @@
+/* The failure-counting check of the command tests (cli_test.c and
+ * tests/numa/test_numa_cli.c): one run reports every broken expectation
+ * instead of stopping at the first. Header only: each test is one
+ * translation unit, with its own count. */
+#ifndef LOCUS_TEST_CLI_EXPECT_H
+#define LOCUS_TEST_CLI_EXPECT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Failed expectations so far; a test compares it before and after a step
+ * to show the command's output only when that step failed. */
+static int failures;
+
+static inline bool expect(bool condition, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Records a failure when condition is false, with a printf-style
+ * explanation; returns condition. */
+static inline bool expect(bool condition, const char *format, ...)
+{
+    if (!condition) {
+        va_list arguments;
+        va_start(arguments, format);
+        fputs("FAIL: ", stderr);
+        vfprintf(stderr, format, arguments);
+        fputc('\n', stderr);
+        va_end(arguments);
+        failures++;
+    }
+    return condition;
+}
+
+#endif

@@ -1,0 +1,89 @@
+/* Contexts and devices for the CPU kernel tests: a context forced to one
+ * kernel set (LOCUS_CPU_ISA), skipped with a note where this CPU lacks
+ * it, and the walk over the cpu backend's other devices (the per-node
+ * devices of machines with several nodes). Header only, like
+ * test_util.h. */
+#ifndef LOCUS_TEST_CPU_CONTEXTS_H
+#define LOCUS_TEST_CPU_CONTEXTS_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include <locus/locus.h>
+
+#include "test_util.h"
+
+/* Every kernel set the CPU backend has; each test runs under all of them
+ * so that a set this machine can run is never left untested. */
+static const char *const test_cpu_isas[] = {"generic", "avx2", "avx512"};
+#define TEST_CPU_ISA_COUNT (sizeof test_cpu_isas / sizeof *test_cpu_isas)
+
+/* A context forced to isa (NULL: the best) on topology (NULL: this
+ * machine) with a worker count (NULL: the default). When the CPU lacks a
+ * forced isa, prints "skipping ISA: not supported" and returns NULL
+ * without a failure: a missing instruction set is the machine's, not a
+ * bug. Any other error is a failure, and NULL. */
+static inline locus_context *
+test_cpu_context(const char *isa, const char *topology, const char *threads)
+{
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.cpu_isa = isa;
+    options.topology = topology;
+    options.threads = threads;
+    locus_context *ctx = NULL;
+    locus_status status = locus_context_create(&options, &ctx);
+    if (status == LOCUS_ERROR_BAD_ENVIRONMENT && isa) {
+        printf("skipping %s: not supported (%s)\n", isa, locus_last_error());
+        return NULL;
+    }
+    TEST_OK(status);
+    return status == LOCUS_SUCCESS ? ctx : NULL;
+}
+
+/* test_cpu_context for isa alone, announced with "isa NAME" (flushed) so
+ * that the failures printed after it are placed under their kernel set. */
+static inline locus_context *test_cpu_isa_context(const char *isa)
+{
+    locus_context *ctx = test_cpu_context(isa, NULL, NULL);
+    if (ctx) {
+        printf("isa %s\n", isa);
+        fflush(stdout);
+    }
+    return ctx;
+}
+
+/* The next device of the cpu backend after *at other than skip (the
+ * device already tested), announced with "also on SELECTOR"; NULL after
+ * the last. Start with *at = 0:
+ *
+ *     size_t at = 0;
+ *     for (locus_device *d; (d = test_next_other_cpu_device(ctx, dev, &at));)
+ *         test_device(ctx, d);
+ */
+static inline locus_device *
+test_next_other_cpu_device(locus_context *ctx, locus_device *skip, size_t *at)
+{
+    size_t count = 0;
+    /* Counted once, on the first call, so a failing count is one failure. */
+    if (*at == 0)
+        TEST_OK(locus_device_count(ctx, &count));
+    else if (locus_device_count(ctx, &count) != LOCUS_SUCCESS)
+        return NULL;
+    while (*at < count) {
+        locus_device *d = NULL;
+        locus_device_info info;
+        locus_device_info_init(&info);
+        size_t i = (*at)++;
+        if (TEST_OK(locus_device_get(ctx, i, &d)) != LOCUS_SUCCESS ||
+            TEST_OK(locus_device_get_info(d, &info)) != LOCUS_SUCCESS)
+            continue;
+        if (d == skip || strcmp(info.backend, "cpu") != 0)
+            continue;
+        printf("also on %s\n", info.selector);
+        return d;
+    }
+    return NULL;
+}
+
+#endif
