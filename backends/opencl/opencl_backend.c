@@ -21,7 +21,7 @@
 
 /* Allocation failures are the caller's to handle (fall back to another
  * device); everything else is the backend failing. */
-static locus_status status_of(cl_int code)
+locus_status locus__opencl_status_of(cl_int code)
 {
     switch (code) {
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
@@ -46,6 +46,39 @@ static int services_usable(const locus_services *services)
 
 static void opencl_fini(void *opaque);
 
+/* PoCL's CPU device starts one thread per online core at its platform
+ * init, and Locus's pool has one worker per allowed core: a CPU op and a
+ * PoCL op at once, or PoCL inside a `taskset` or `mpirun --bind-to` cpuset,
+ * would put two or more threads on each core. So before the first
+ * clGetPlatformIDs (which is when PoCL reads these), PoCL is limited to
+ * the pool's core count, unless the user set a limit. Ops are synchronous,
+ * so one application thread never runs both at once; two application
+ * threads can (docs/ARCHITECTURE.md, "OpenCL and the CPU workers"). It has
+ * no effect when OpenCL was initialized in the process before Locus. */
+static void limit_cpu_threads(const locus_services *services, void *runtime)
+{
+    if (services->worker_count == NULL)
+        return;
+    int workers = services->worker_count(runtime, -1);
+    if (workers <= 0)
+        return;
+    char value[16];
+    snprintf(value, sizeof value, "%d", workers);
+    const char *names[] = {"POCL_CPU_MAX_CU_COUNT", "POCL_MAX_PTHREAD_COUNT"};
+    if (getenv(names[0]) != NULL || getenv(names[1]) != NULL)
+        return;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (setenv(names[i], value, 0) != 0)
+            services->log(runtime, LOCUS_LOG_WARN,
+                          "opencl: setenv(%s) failed; PoCL may start a "
+                          "thread per online core",
+                          names[i]);
+    services->log(runtime, LOCUS_LOG_DEBUG,
+                  "opencl: PoCL limited to %d threads (the worker pool's "
+                  "cores)",
+                  workers);
+}
+
 static locus_status opencl_init(const locus_services *services, void *runtime,
                                 void **state_out, size_t *device_count,
                                 char *reason, size_t reason_size)
@@ -64,6 +97,8 @@ static locus_status opencl_init(const locus_services *services, void *runtime,
                      "module");
         return LOCUS_ERROR_PLUGIN;
     }
+
+    limit_cpu_threads(services, runtime);
 
     /* An ICD loader without any vendor file answers CL_PLATFORM_NOT_FOUND_KHR
      * rather than zero platforms; both mean the same to us. */
@@ -144,6 +179,7 @@ static void opencl_fini(void *opaque)
          * this is a formality until kernels are enqueued. */
         if (device->queue != NULL)
             clFinish(device->queue);
+        locus__opencl_program_release(device);
         pthread_mutex_destroy(&device->lock);
     }
     free(state->devices);
@@ -187,8 +223,8 @@ static locus_status opencl_device_info(void *opaque, size_t index,
 
 /* The device's context and queue (opencl_queues.c), looked up at the
  * state's first memory call on it. */
-static locus_status device_queue(opencl_state *state, size_t index,
-                                 opencl_device **out)
+locus_status locus__opencl_device_ready(opencl_state *state, size_t index,
+                                        opencl_device **out)
 {
     locus_status status = check_device(state, index);
     if (status != LOCUS_SUCCESS)
@@ -204,8 +240,9 @@ static locus_status device_queue(opencl_state *state, size_t index,
             device->context = NULL;
             device->queue = NULL;
             status = state->services->fail(
-                status_of(err), "%s failed on opencl:%zu (%s): %s (%d)", failed,
-                index, device->name, locus__opencl_error_name(err), (int)err);
+                locus__opencl_status_of(err),
+                "%s failed on opencl:%zu (%s): %s (%d)", failed, index,
+                device->name, locus__opencl_error_name(err), (int)err);
         }
     }
     pthread_mutex_unlock(&device->lock);
@@ -242,7 +279,7 @@ static locus_status opencl_alloc(void *opaque, size_t index, size_t bytes,
             "opencl:%zu (%s): CL_DEVICE_MAX_MEM_ALLOC_SIZE is %llu bytes",
             bytes, index, state->devices[index].name,
             (unsigned long long)state->devices[index].max_alloc_bytes);
-    status = device_queue(state, index, &device);
+    status = locus__opencl_device_ready(state, index, &device);
     if (status != LOCUS_SUCCESS)
         return status;
 
@@ -250,7 +287,7 @@ static locus_status opencl_alloc(void *opaque, size_t index, size_t bytes,
     cl_mem buffer =
         clCreateBuffer(device->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (buffer == NULL || err != CL_SUCCESS)
-        return services->fail(status_of(err),
+        return services->fail(locus__opencl_status_of(err),
                               "clCreateBuffer of %zu bytes failed on "
                               "opencl:%zu (%s): %s (%d)",
                               bytes, index, device->name,
@@ -276,7 +313,7 @@ static locus_status opencl_alloc(void *opaque, size_t index, size_t bytes,
     }
     if (err != CL_SUCCESS) {
         clReleaseMemObject(buffer);
-        return services->fail(status_of(err),
+        return services->fail(locus__opencl_status_of(err),
                               "committing %zu bytes failed on opencl:%zu "
                               "(%s): clEnqueueMigrateMemObjects: %s (%d)",
                               bytes, index, device->name,
@@ -312,7 +349,7 @@ static locus_status transfer_ready(opencl_state *state, size_t index,
         return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
                                      "%s pointer for opencl:%zu is NULL",
                                      memory == NULL ? "device" : "host", index);
-    return device_queue(state, index, device);
+    return locus__opencl_device_ready(state, index, device);
 }
 
 static locus_status opencl_upload(void *opaque, size_t index, void *memory,
@@ -330,7 +367,7 @@ static locus_status opencl_upload(void *opaque, size_t index, void *memory,
                                       bytes, host, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return state->services->fail(
-            status_of(err),
+            locus__opencl_status_of(err),
             "clEnqueueWriteBuffer of %zu bytes failed on opencl:%zu (%s): "
             "%s (%d)",
             bytes, index, device->name, locus__opencl_error_name(err),
@@ -358,7 +395,7 @@ static locus_status opencl_download(void *opaque, size_t index,
                                      host, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return state->services->fail(
-            status_of(err),
+            locus__opencl_status_of(err),
             "clEnqueueReadBuffer of %zu bytes failed on opencl:%zu (%s): "
             "%s (%d)",
             bytes, index, device->name, locus__opencl_error_name(err),
@@ -380,10 +417,9 @@ static const locus_backend opencl_backend = {
     .free = opencl_free,
     .upload = opencl_upload,
     .download = opencl_download,
-    /* Kernels arrive in a later issue; NULL means "not offered". */
-    .reduce = NULL,
-    .gemm = NULL,
-    .conv2d = NULL,
+    .reduce = locus__opencl_reduce,
+    .gemm = locus__opencl_gemm,
+    .conv2d = locus__opencl_conv2d,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

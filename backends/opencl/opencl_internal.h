@@ -11,6 +11,16 @@
 
 #include <locus/backend.h>
 
+/* Work-group and tile sizes of one device type, passed to the compiler as
+ * -D options (opencl_program.c chooses them; docs/PERFORMANCE.md has the
+ * measurements). */
+typedef struct opencl_tuning {
+    const char *name;            /* "gpu", "cpu" */
+    unsigned tm, tn, tk, wm, wn; /* gemm: tile, depth, work-group */
+    unsigned rwg;                /* reduce: work-group size */
+    unsigned groups_per_unit;    /* reduce: work-groups per compute unit */
+} opencl_tuning;
+
 typedef struct opencl_device {
     cl_platform_id platform;
     cl_device_id id;
@@ -30,6 +40,14 @@ typedef struct opencl_device {
     /* In order, so that a later kernel sees the data of an earlier upload
      * without events. */
     cl_command_queue queue;
+
+    /* The kernels' program, built or loaded from the disk cache at the first
+     * op on the device (opencl_program.c), released at fini. Kernel objects
+     * hold their arguments, so an op holds `lock` from setting them to the
+     * end of its work. */
+    cl_program program;
+    cl_kernel gemm, reduce, im2col, mec_lower, filter_krcs;
+    opencl_tuning tuning;
 } opencl_device;
 
 typedef struct opencl_state {
@@ -44,5 +62,33 @@ typedef struct opencl_state {
  * platform has a usable device. */
 void locus__opencl_add_platform(opencl_state *state, cl_platform_id platform,
                                 size_t *capacity, char *note, size_t note_size);
+
+/* The device's context and queue, made at the state's first use of it
+ * (opencl_backend.c); *device is set on success. */
+locus_status locus__opencl_device_ready(opencl_state *state, size_t index,
+                                        opencl_device **device);
+
+/* The status of an OpenCL error: out of device or host memory, else
+ * LOCUS_ERROR_BACKEND. */
+locus_status locus__opencl_status_of(cl_int code);
+
+/* Builds or loads the program and its kernels unless done already. Called
+ * with device->lock held. */
+locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
+                                         opencl_device *device);
+/* Releases what program_ready made (fini). */
+void locus__opencl_program_release(opencl_device *device);
+
+/* The ops (opencl_ops.c, opencl_conv.c), as the backend table takes them. */
+locus_status locus__opencl_reduce(void *state, size_t device,
+                                  const locus_reduce_desc *desc, const void *x,
+                                  double *result, locus_op_context *op);
+locus_status locus__opencl_gemm(void *state, size_t device,
+                                const locus_gemm_desc *desc, const void *a,
+                                const void *b, void *c, locus_op_context *op);
+locus_status locus__opencl_conv2d(void *state, size_t device,
+                                  const locus_conv2d_desc *desc,
+                                  const void *input, const void *filter,
+                                  void *output, locus_op_context *op);
 
 #endif

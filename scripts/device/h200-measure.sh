@@ -78,4 +78,14 @@ cuda_bench gemm --device cuda:0 --size 1024,4096,8192 --math tf32
 cuda_bench gemm --device cuda:0 --size 1024,4096,8192 --math 3xtf32
 cuda_bench conv --device cuda:0 $conv32
 cuda_bench conv --device cuda:0 $conv32 --algo implicit
+echo "cuda benches done" >&3
+
+# OpenCL benchmarks (issue 5) on NVIDIA's OpenCL (opencl:1 here; opencl:0 is
+# PoCL), each beside Locus's own cuda:0 kernels ("locus cuda:0"), into the
+# same file. The opencl op tests run on NVIDIA too. Capped at 30 s each.
+LOCUS_TEST_OPENCL=opencl:1 meson test -C "$build" --no-rebuild \
+    --print-errorlogs --suite opencl | tail -12
+cuda_bench reduce --device opencl:1 --size 16777216,268435456
+cuda_bench gemm --device opencl:1 --size 1024,4096
+cuda_bench conv --device opencl:1 --size 32,64,56,56,64,3,3,1,1 --size 32,256,14,14,256,3,3,1,1
 echo "done" >&3

@@ -219,4 +219,13 @@ void bench_reference_conv(const bench_reference_input *input,
 void bench_reference_cuda(const bench_reference_input *input,
                           bench_result *result);
 
+/* An OpenCL device's reference (bench_ref_locus.c): Locus's own CPU
+ * backend for an OpenCL CPU device, cuda:0 for an OpenCL GPU, run through
+ * bench_run with bench_references_off set (no references of its own). */
+extern bool bench_references_off;
+void bench_reference_locus(locus_context *context,
+                           const locus_device_info *info,
+                           const bench_settings *settings,
+                           const bench_shape *shape, bench_result *result);
+
 #endif

@@ -680,6 +680,14 @@ static void run_references(op_state *op, const locus_device_info *info,
                            const bench_shape *shape, const char *label,
                            bench_result *result)
 {
+    if (bench_references_off) {
+        return;
+    }
+    if (strcmp(info->backend, "opencl") == 0) {
+        progress_show("%s: references", label);
+        bench_reference_locus(op->context, info, settings, shape, result);
+        return;
+    }
     if (strcmp(info->backend, "cuda") == 0) {
         progress_show("%s: references", label);
         bench_reference_input input = {

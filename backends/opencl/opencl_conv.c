@@ -1,0 +1,397 @@
+/*
+ * Conv2d on an OpenCL device, with the CPU backend's semantics (NCHW input,
+ * KCRS filter, zero padding, cross-correlation): a lowering kernel of
+ * conv.cl, then gemm.cl's kernel batched over images or output rows.
+ *
+ * im2col: per image the (C R S) x (P Q) column matrix, then
+ * output_i (K x PQ) = F (K x CRS) * cols_i, one launch batched over the
+ * images of a chunk. A 1x1 filter with stride 1 and no padding needs no
+ * lowering: the image is the column matrix (workspace 0).
+ *
+ * MEC (backends/cpu/mec.c has the derivation): per image the lowered
+ * matrix L, (Hp C S) x Q, and output row p is F' (K x RCS) times the window
+ * of L starting at row p sh C S; one launch per image batched over the P
+ * rows (the windows overlap, which is MEC's point). F' is the filter in
+ * (k, r, c, s) order, permuted once per call unless R == 1 or C == 1.
+ *
+ * Images are lowered in chunks so the lowered part stays under
+ * CONV_WORKSPACE_CAP and the device's largest allocation (at least one
+ * image, which fails as out of device memory when even that is too big).
+ *
+ * auto: im2col for 1x1 stride-1 unpadded filters (no lowering at all);
+ * MEC when output rows share input rows (kernel_h > stride_h), the rows
+ * are at least AUTO_MEC_MIN_WIDTH wide (narrower per-row GEMMs waste the
+ * tile) and its workspace is smaller; else im2col. The implicit GEMM is
+ * not offered here (LOCUS_ERROR_NOT_SUPPORTED when asked for by name).
+ *
+ * record->workspace_bytes: the device bytes this call allocated (the
+ * lowered chunk plus F').
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "opencl_launch.h"
+
+#define CONV_WORKSPACE_CAP ((size_t)256 << 20)
+#define AUTO_MEC_MIN_WIDTH 28
+#define LOWER_GROUP 64
+
+typedef struct conv_shape {
+    size_t n, c, h, w, k, r, s, sh, sw, ph, pw, p, q;
+} conv_shape;
+
+typedef struct conv_run {
+    opencl_state *state;
+    size_t index;
+    opencl_device *device;
+    conv_shape sh;
+    cl_mem input, filter, output;
+    size_t workspace_bytes;
+} conv_run;
+
+static int is_pointwise(const conv_shape *s)
+{
+    return s->r == 1 && s->s == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 &&
+           s->pw == 0;
+}
+
+static size_t im2col_per_image(const conv_shape *s)
+{
+    return s->c * s->r * s->s * s->p * s->q * sizeof(float);
+}
+
+static size_t mec_per_image(const conv_shape *s)
+{
+    return (s->h + 2 * s->ph) * s->c * s->s * s->q * sizeof(float);
+}
+
+static size_t mec_filter_bytes(const conv_shape *s)
+{
+    return (s->r > 1 && s->c > 1) ? s->k * s->c * s->r * s->s * sizeof(float)
+                                  : 0;
+}
+
+static locus_conv_algorithm choose(const conv_shape *s)
+{
+    if (is_pointwise(s))
+        return LOCUS_CONV_IM2COL;
+    if (s->r <= s->sh || s->q < AUTO_MEC_MIN_WIDTH)
+        return LOCUS_CONV_IM2COL;
+    return mec_per_image(s) + mec_filter_bytes(s) < im2col_per_image(s)
+               ? LOCUS_CONV_MEC
+               : LOCUS_CONV_IM2COL;
+}
+
+static size_t images_per_chunk(const opencl_device *device, size_t batch,
+                               size_t per_image)
+{
+    size_t cap = CONV_WORKSPACE_CAP;
+    if (device->max_alloc_bytes < cap)
+        cap = (size_t)device->max_alloc_bytes;
+    size_t images = per_image > 0 ? cap / per_image : batch;
+    if (images < 1)
+        images = 1;
+    return images < batch ? images : batch;
+}
+
+/* A workspace buffer, failing like an exhausted device when it exceeds the
+ * largest allocation, so the runtime can place the work elsewhere. */
+static locus_status workspace(const conv_run *run, size_t bytes, cl_mem *out)
+{
+    *out = NULL;
+    if ((uint64_t)bytes > run->device->max_alloc_bytes)
+        return run->state->services->fail(
+            LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
+            "opencl:%zu (%s) conv2d: a workspace of %zu bytes exceeds "
+            "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes)",
+            run->index, run->device->name, bytes,
+            (unsigned long long)run->device->max_alloc_bytes);
+    cl_int err = CL_SUCCESS;
+    *out = clCreateBuffer(run->device->context, CL_MEM_READ_WRITE, bytes, NULL,
+                          &err);
+    if (*out == NULL || err != CL_SUCCESS) {
+        *out = NULL;
+        return locus__opencl_op_fail(run->state, run->index, run->device, err,
+                                     "clCreateBuffer", "conv2d workspace");
+    }
+    return LOCUS_SUCCESS;
+}
+
+static locus_status run_im2col(conv_run *run)
+{
+    const conv_shape *s = &run->sh;
+    const size_t pq = s->p * s->q, crs = s->c * s->r * s->s;
+    opencl_gemm g = {
+        .m = s->k,
+        .n = pq,
+        .k = crs,
+        .lda = crs,
+        .ldb = pq,
+        .ldc = pq,
+        .alpha = 1.0f,
+        .beta = 0.0f,
+        .a = run->filter,
+        .c = run->output,
+        .b_batch = crs * pq,
+        .c_batch = s->k * pq,
+    };
+    const char *failed = "";
+    cl_int err = CL_SUCCESS;
+    if (is_pointwise(s)) {
+        g.b = run->input;
+        g.batch = s->n;
+        run->workspace_bytes = 0;
+        err = locus__opencl_enqueue_gemm(run->device, &g, &failed);
+        return err == CL_SUCCESS
+                   ? LOCUS_SUCCESS
+                   : locus__opencl_op_fail(run->state, run->index, run->device,
+                                           err, failed, "conv2d 1x1 gemm");
+    }
+    const size_t per_image = im2col_per_image(s);
+    const size_t chunk = images_per_chunk(run->device, s->n, per_image);
+    cl_mem cols = NULL;
+    locus_status status = workspace(run, chunk * per_image, &cols);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    run->workspace_bytes = chunk * per_image;
+    g.b = cols;
+    const cl_uint C = (cl_uint)s->c, H = (cl_uint)s->h, W = (cl_uint)s->w,
+                  R = (cl_uint)s->r, S = (cl_uint)s->s, P = (cl_uint)s->p,
+                  Q = (cl_uint)s->q, SH = (cl_uint)s->sh, SW = (cl_uint)s->sw,
+                  PH = (cl_uint)s->ph, PW = (cl_uint)s->pw;
+    for (size_t first = 0; first < s->n && status == LOCUS_SUCCESS;
+         first += chunk) {
+        const size_t images = s->n - first < chunk ? s->n - first : chunk;
+        const cl_ulong x_off = first * s->c * s->h * s->w;
+        const cl_ulong total = images * crs * pq;
+        const opencl_arg args[] = {
+            {sizeof(cl_mem), &run->input},
+            {sizeof x_off, &x_off},
+            {sizeof(cl_mem), &cols},
+            {sizeof total, &total},
+            {sizeof C, &C},
+            {sizeof H, &H},
+            {sizeof W, &W},
+            {sizeof R, &R},
+            {sizeof S, &S},
+            {sizeof P, &P},
+            {sizeof Q, &Q},
+            {sizeof SH, &SH},
+            {sizeof SW, &SW},
+            {sizeof PH, &PH},
+            {sizeof PW, &PW},
+        };
+        err = locus__opencl_enqueue_1d(run->device, run->device->im2col, args,
+                                       sizeof args / sizeof args[0], total,
+                                       LOWER_GROUP, &failed);
+        if (err == CL_SUCCESS) {
+            g.c_off = first * s->k * pq;
+            g.batch = images;
+            err = locus__opencl_enqueue_gemm(run->device, &g, &failed);
+        }
+        /* The next chunk overwrites cols: wait for this one's GEMM. */
+        if (err == CL_SUCCESS && first + chunk < s->n)
+            err = locus__opencl_finish(run->device, &failed);
+        if (err != CL_SUCCESS)
+            status = locus__opencl_op_fail(run->state, run->index, run->device,
+                                           err, failed, "conv2d im2col");
+    }
+    /* Released after the op's commands completed: conv2d waits with
+     * clFinish before anything else, and the queue keeps the buffer alive
+     * until its commands end anyway. */
+    clReleaseMemObject(cols);
+    return status;
+}
+
+static locus_status run_mec(conv_run *run)
+{
+    const conv_shape *s = &run->sh;
+    const size_t rcs = s->r * s->c * s->s;
+    const size_t permuted_bytes = mec_filter_bytes(s);
+    const size_t per_image = mec_per_image(s);
+    const size_t chunk = images_per_chunk(run->device, s->n, per_image);
+    const size_t l_size = per_image / sizeof(float);
+    cl_mem lowered = NULL, permuted = NULL;
+    const char *failed = "";
+    cl_int err = CL_SUCCESS;
+    locus_status status = workspace(run, chunk * per_image, &lowered);
+    if (status == LOCUS_SUCCESS && permuted_bytes > 0)
+        status = workspace(run, permuted_bytes, &permuted);
+    if (status != LOCUS_SUCCESS)
+        goto release;
+    run->workspace_bytes = chunk * per_image + permuted_bytes;
+    const cl_uint C = (cl_uint)s->c, H = (cl_uint)s->h, W = (cl_uint)s->w,
+                  R = (cl_uint)s->r, S = (cl_uint)s->s, Q = (cl_uint)s->q,
+                  SW = (cl_uint)s->sw, PH = (cl_uint)s->ph, PW = (cl_uint)s->pw;
+    if (permuted != NULL) {
+        const cl_ulong total = s->k * rcs;
+        const opencl_arg args[] = {
+            {sizeof(cl_mem), &run->filter},
+            {sizeof(cl_mem), &permuted},
+            {sizeof total, &total},
+            {sizeof C, &C},
+            {sizeof R, &R},
+            {sizeof S, &S},
+        };
+        err = locus__opencl_enqueue_1d(run->device, run->device->filter_krcs,
+                                       args, sizeof args / sizeof args[0],
+                                       total, LOWER_GROUP, &failed);
+    }
+    opencl_gemm g = {
+        .m = s->k,
+        .n = s->q,
+        .k = rcs,
+        .lda = rcs,
+        .ldb = s->q,
+        .ldc = s->p * s->q,
+        .alpha = 1.0f,
+        .beta = 0.0f,
+        .a = permuted != NULL ? permuted : run->filter,
+        .b = lowered,
+        .c = run->output,
+        .b_batch = s->sh * s->c * s->s * s->q,
+        .c_batch = s->q,
+        .batch = s->p,
+    };
+    for (size_t first = 0; first < s->n && err == CL_SUCCESS; first += chunk) {
+        const size_t images = s->n - first < chunk ? s->n - first : chunk;
+        const cl_ulong x_off = first * s->c * s->h * s->w;
+        const cl_ulong total = images * l_size;
+        const opencl_arg args[] = {
+            {sizeof(cl_mem), &run->input},
+            {sizeof x_off, &x_off},
+            {sizeof(cl_mem), &lowered},
+            {sizeof total, &total},
+            {sizeof C, &C},
+            {sizeof H, &H},
+            {sizeof W, &W},
+            {sizeof S, &S},
+            {sizeof Q, &Q},
+            {sizeof SW, &SW},
+            {sizeof PH, &PH},
+            {sizeof PW, &PW},
+        };
+        err = locus__opencl_enqueue_1d(run->device, run->device->mec_lower,
+                                       args, sizeof args / sizeof args[0],
+                                       total, LOWER_GROUP, &failed);
+        for (size_t i = 0; i < images && err == CL_SUCCESS; i++) {
+            g.b_off = i * l_size;
+            g.c_off = (first + i) * s->k * s->p * s->q;
+            err = locus__opencl_enqueue_gemm(run->device, &g, &failed);
+        }
+        if (err == CL_SUCCESS && first + chunk < s->n)
+            err = locus__opencl_finish(run->device, &failed);
+    }
+    if (err != CL_SUCCESS)
+        status = locus__opencl_op_fail(run->state, run->index, run->device, err,
+                                       failed, "conv2d mec");
+release:
+    if (lowered != NULL)
+        clReleaseMemObject(lowered);
+    if (permuted != NULL)
+        clReleaseMemObject(permuted);
+    return status;
+}
+
+static locus_status shape_of(const opencl_state *state, size_t index,
+                             const locus_conv2d_desc *d, conv_shape *s)
+{
+    if (d->dtype != LOCUS_DTYPE_F32)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "conv2d dtype %d is not implemented on "
+                                     "opencl:%zu",
+                                     (int)d->dtype, index);
+    if (d->batch == 0 || d->in_channels == 0 || d->out_channels == 0 ||
+        d->kernel_height == 0 || d->kernel_width == 0 || d->stride_h == 0 ||
+        d->stride_w == 0 || d->in_height + 2 * d->pad_h < d->kernel_height ||
+        d->in_width + 2 * d->pad_w < d->kernel_width)
+        return state->services->fail(
+            LOCUS_ERROR_INVALID_ARGUMENT,
+            "opencl:%zu conv2d: bad shape (batch %zu, channels %zu -> %zu, "
+            "kernel %zux%zu, stride %zux%zu)",
+            index, d->batch, d->in_channels, d->out_channels, d->kernel_height,
+            d->kernel_width, d->stride_h, d->stride_w);
+    *s = (conv_shape){
+        .n = d->batch,
+        .c = d->in_channels,
+        .h = d->in_height,
+        .w = d->in_width,
+        .k = d->out_channels,
+        .r = d->kernel_height,
+        .s = d->kernel_width,
+        .sh = d->stride_h,
+        .sw = d->stride_w,
+        .ph = d->pad_h,
+        .pw = d->pad_w,
+        .p = (d->in_height + 2 * d->pad_h - d->kernel_height) / d->stride_h + 1,
+        .q = (d->in_width + 2 * d->pad_w - d->kernel_width) / d->stride_w + 1,
+    };
+    /* The kernels index rows and columns in 32 bits and padded positions
+     * as int. */
+    const double largest =
+        (double)(s->h + 2 * s->ph) * (double)s->c * (double)s->s * (double)s->q;
+    const double columns = (double)s->c * (double)s->r * (double)s->s;
+    if (largest > (double)INT32_MAX || columns > (double)INT32_MAX ||
+        (double)s->p * (double)s->q > (double)INT32_MAX ||
+        s->w + 2 * s->pw > (size_t)INT32_MAX || s->k > (size_t)INT32_MAX)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "opencl:%zu conv2d: shape too large for "
+                                     "the kernels' 32-bit indexing",
+                                     index);
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__opencl_conv2d(void *opaque, size_t index,
+                                  const locus_conv2d_desc *desc,
+                                  const void *input, const void *filter,
+                                  void *output, locus_op_context *op)
+{
+    opencl_state *state = opaque;
+    if (state == NULL || desc == NULL || input == NULL || filter == NULL ||
+        output == NULL)
+        return state == NULL
+                   ? LOCUS_ERROR_NULL_ARGUMENT
+                   : state->services->fail(
+                         LOCUS_ERROR_NULL_ARGUMENT,
+                         "opencl:%zu conv2d: NULL desc or buffer", index);
+    conv_run run = {
+        .state = state,
+        .index = index,
+        .input = (cl_mem)(uintptr_t)input,
+        .filter = (cl_mem)(uintptr_t)filter,
+        .output = (cl_mem)output,
+    };
+    locus_status status = shape_of(state, index, desc, &run.sh);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    locus_conv_algorithm algorithm = desc->algorithm;
+    if (algorithm == LOCUS_CONV_AUTO)
+        algorithm = choose(&run.sh);
+    if (algorithm == LOCUS_CONV_IMPLICIT_GEMM)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "conv2d algorithm implicit is not "
+                                     "offered on opencl:%zu (im2col, mec, "
+                                     "auto are)",
+                                     index);
+    if (algorithm != LOCUS_CONV_IM2COL && algorithm != LOCUS_CONV_MEC)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "conv2d algorithm %d is unknown",
+                                     (int)desc->algorithm);
+    status = locus__opencl_op_begin(state, index, &run.device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    status = algorithm == LOCUS_CONV_MEC ? run_mec(&run) : run_im2col(&run);
+    const char *failed = "";
+    cl_int err = locus__opencl_finish(run.device, &failed);
+    if (status == LOCUS_SUCCESS && err != CL_SUCCESS)
+        status = locus__opencl_op_fail(state, index, run.device, err, failed,
+                                       "conv2d");
+    if (status == LOCUS_SUCCESS) {
+        locus__opencl_set_algorithm(op, algorithm == LOCUS_CONV_MEC ? "mec"
+                                                                    : "im2col");
+        if (op != NULL && op->record != NULL)
+            op->record->workspace_bytes = run.workspace_bytes;
+    }
+    pthread_mutex_unlock(&run.device->lock);
+    return status;
+}

@@ -1,0 +1,231 @@
+/*
+ * Reduce and GEMM on an OpenCL device: the table entries that take the
+ * runtime's validated descriptors and the device buffers (cl_mem handles),
+ * make sure the program is built (opencl_program.c), enqueue the kernels
+ * and wait, so every op has finished when it returns, as backend.h asks.
+ *
+ * Precision: every math mode is computed in FP32, which is at least as
+ * accurate as TF32 asks; OpenCL C has no portable tensor-core path.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "opencl_errors.h"
+#include "opencl_launch.h"
+
+/* The device, its queue and its program, with device->lock held on
+ * success (the caller unlocks with op_end). */
+static locus_status op_begin(opencl_state *state, size_t index,
+                             opencl_device **out)
+{
+    opencl_device *device = NULL;
+    locus_status status = locus__opencl_device_ready(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    pthread_mutex_lock(&device->lock);
+    status = locus__opencl_program_ready(state, index, device);
+    if (status != LOCUS_SUCCESS) {
+        pthread_mutex_unlock(&device->lock);
+        return status;
+    }
+    *out = device;
+    return LOCUS_SUCCESS;
+}
+
+static locus_status op_fail(opencl_state *state, size_t index,
+                            const opencl_device *device, cl_int err,
+                            const char *failed, const char *what)
+{
+    return state->services->fail(locus__opencl_status_of(err),
+                                 "%s failed on opencl:%zu (%s) in %s: %s (%d)",
+                                 failed, index, device->name, what,
+                                 locus__opencl_error_name(err), (int)err);
+}
+
+static locus_status check_f32(const opencl_state *state, size_t index,
+                              const char *op, locus_dtype dtype)
+{
+    if (dtype == LOCUS_DTYPE_F32)
+        return LOCUS_SUCCESS;
+    return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                 "%s dtype %d is not implemented on "
+                                 "opencl:%zu",
+                                 op, (int)dtype, index);
+}
+
+/* NaN wins for min and max, as in the kernel and the CPU backend. */
+static double combine(locus_reduce_op op, double acc, double v)
+{
+    if (op == LOCUS_REDUCE_SUM)
+        return acc + v;
+    if (isnan(acc) || isnan(v))
+        return isnan(acc) ? acc : v;
+    return op == LOCUS_REDUCE_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
+}
+
+locus_status locus__opencl_reduce(void *opaque, size_t index,
+                                  const locus_reduce_desc *desc, const void *x,
+                                  double *result, locus_op_context *op)
+{
+    opencl_state *state = opaque;
+    if (state == NULL || desc == NULL || x == NULL || result == NULL)
+        return state == NULL
+                   ? LOCUS_ERROR_NULL_ARGUMENT
+                   : state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
+                                           "opencl:%zu reduce: NULL %s", index,
+                                           desc == NULL ? "desc"
+                                           : x == NULL  ? "x"
+                                                        : "result");
+    locus_status status = check_f32(state, index, "reduce", desc->dtype);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (desc->count == 0 || desc->op > LOCUS_REDUCE_MAX)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "opencl:%zu reduce: count %zu, op %d",
+                                     index, desc->count, (int)desc->op);
+    opencl_device *device = NULL;
+    status = op_begin(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+
+    /* A fixed number of groups per device (fewer for short inputs), each
+     * over a contiguous range that is a multiple of the group size: the
+     * partials, and their order, depend only on count and the device. */
+    const size_t rwg = device->tuning.rwg;
+    size_t groups =
+        (size_t)device->compute_units * device->tuning.groups_per_unit;
+    const size_t needed = (desc->count + rwg - 1) / rwg;
+    if (groups > needed)
+        groups = needed;
+    if (groups < 1)
+        groups = 1;
+    size_t per_group = (desc->count + groups - 1) / groups;
+    per_group = (per_group + rwg - 1) / rwg * rwg;
+    groups = (desc->count + per_group - 1) / per_group;
+
+    cl_int err = CL_SUCCESS;
+    const char *failed = "";
+    float *partials = malloc(groups * sizeof *partials);
+    cl_mem partial_buffer = clCreateBuffer(device->context, CL_MEM_WRITE_ONLY,
+                                           groups * sizeof(float), NULL, &err);
+    if (partials == NULL) {
+        status = state->services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
+                                       "opencl:%zu reduce: out of host "
+                                       "memory for %zu partials",
+                                       index, groups);
+        goto release;
+    }
+    if (partial_buffer == NULL || err != CL_SUCCESS) {
+        status = op_fail(state, index, device, err, "clCreateBuffer",
+                         "reduce partials");
+        goto release;
+    }
+    const cl_mem input = (cl_mem)(uintptr_t)x;
+    const cl_ulong n = desc->count, span = per_group;
+    const cl_int which = (cl_int)desc->op;
+    const opencl_arg args[] = {
+        {sizeof(cl_mem), &input},
+        {sizeof n, &n},
+        {sizeof span, &span},
+        {sizeof which, &which},
+        {sizeof(cl_mem), &partial_buffer},
+    };
+    err = locus__opencl_enqueue_1d(device, device->reduce, args,
+                                   sizeof args / sizeof args[0], groups * rwg,
+                                   rwg, &failed);
+    if (err == CL_SUCCESS) {
+        failed = "clEnqueueReadBuffer";
+        err = clEnqueueReadBuffer(device->queue, partial_buffer, CL_TRUE, 0,
+                                  groups * sizeof(float), partials, 0, NULL,
+                                  NULL);
+    }
+    if (err != CL_SUCCESS) {
+        status = op_fail(state, index, device, err, failed, "reduce");
+        goto release;
+    }
+    double acc = partials[0];
+    for (size_t g = 1; g < groups; g++)
+        acc = combine(desc->op, acc, partials[g]);
+    *result = acc;
+    locus__opencl_set_algorithm(op, "tree partials + host");
+release:
+    if (partial_buffer != NULL)
+        clReleaseMemObject(partial_buffer);
+    free(partials);
+    pthread_mutex_unlock(&device->lock);
+    return status;
+}
+
+locus_status locus__opencl_gemm(void *opaque, size_t index,
+                                const locus_gemm_desc *desc, const void *a,
+                                const void *b, void *c, locus_op_context *op)
+{
+    opencl_state *state = opaque;
+    if (state == NULL || desc == NULL || a == NULL || b == NULL || c == NULL)
+        return state == NULL
+                   ? LOCUS_ERROR_NULL_ARGUMENT
+                   : state->services->fail(
+                         LOCUS_ERROR_NULL_ARGUMENT,
+                         "opencl:%zu gemm: NULL desc or matrix", index);
+    locus_status status = check_f32(state, index, "gemm", desc->dtype);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    const size_t dims[] = {desc->m,   desc->n,   desc->k,
+                           desc->lda, desc->ldb, desc->ldc};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i] > OPENCL_GEMM_MAX_DIM)
+            return state->services->fail(
+                LOCUS_ERROR_NOT_SUPPORTED,
+                "opencl:%zu gemm: dimension %zu is above the kernel's limit "
+                "%zu",
+                index, dims[i], OPENCL_GEMM_MAX_DIM);
+    opencl_gemm g = {
+        .trans_a = desc->trans_a == LOCUS_TRANS,
+        .trans_b = desc->trans_b == LOCUS_TRANS,
+        .m = desc->m,
+        .n = desc->n,
+        .k = desc->k,
+        .lda = desc->lda,
+        .ldb = desc->ldb,
+        .ldc = desc->ldc,
+        .alpha = (float)desc->alpha,
+        .beta = (float)desc->beta,
+        .a = (cl_mem)(uintptr_t)a,
+        .b = (cl_mem)(uintptr_t)b,
+        .c = (cl_mem)c,
+        .batch = 1,
+    };
+    opencl_device *device = NULL;
+    status = op_begin(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    const char *failed = "";
+    cl_int err = locus__opencl_enqueue_gemm(device, &g, &failed);
+    if (err == CL_SUCCESS)
+        err = locus__opencl_finish(device, &failed);
+    if (err != CL_SUCCESS) {
+        status = op_fail(state, index, device, err, failed, "gemm");
+    } else {
+        char name[32];
+        snprintf(name, sizeof name, "tiled %ux%u (%s)", device->tuning.tm,
+                 device->tuning.tn, device->tuning.name);
+        locus__opencl_set_algorithm(op, name);
+    }
+    pthread_mutex_unlock(&device->lock);
+    return status;
+}
+
+/* For opencl_conv.c, which shares op_begin's locking. */
+locus_status locus__opencl_op_begin(opencl_state *state, size_t index,
+                                    opencl_device **device)
+{
+    return op_begin(state, index, device);
+}
+
+locus_status locus__opencl_op_fail(opencl_state *state, size_t index,
+                                   const opencl_device *device, cl_int err,
+                                   const char *failed, const char *what)
+{
+    return op_fail(state, index, device, err, failed, what);
+}

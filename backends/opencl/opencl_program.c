@@ -1,0 +1,297 @@
+/*
+ * The kernels' program on one device: built once, at the first op on the
+ * device, and kept on disk so that later processes (and later Locus
+ * contexts of this one) load the binary instead of compiling, which takes
+ * seconds per device with PoCL.
+ *
+ * The cache file is named by a hash of everything that changes the binary:
+ * device name and vendor, platform and driver version, the build options
+ * (which hold the tile sizes) and the source. opencl_cache.c writes it by
+ * atomic rename and refuses a truncated or damaged one; a binary the driver
+ * refuses is rebuilt too. So a stale or broken cache can cost a build, never
+ * a wrong or failed op.
+ *
+ * Two test-only hooks, read at every build (documented in
+ * docs/ARCHITECTURE.md, not for production use):
+ *  - LOCUS_OPENCL_EXTRA_SOURCE: OpenCL C appended to the source, so a test
+ *    can make the build fail and check that the compiler's log reaches the
+ *    error detail;
+ *  - LOCUS_OPENCL_CACHE_REPORT: a file to which one line per program is
+ *    appended, "<event> <cache file>", event one of built, loaded,
+ *    rebuilt-damaged, rebuilt-refused; tests read it to see what the cache
+ *    did.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opencl_cache.h"
+#include "opencl_errors.h"
+#include "opencl_internal.h"
+
+extern const char locus__opencl_kernel_source[];
+extern const size_t locus__opencl_kernel_source_size;
+
+/* GPU: 256 work-items, each a 4 x 4 block of a 64 x 64 tile staged in
+ * local memory (the usual shape of a tiled SGEMM without vendor
+ * intrinsics); reduce groups of 256. CPU (PoCL and the like, which run a
+ * work-group as loops on one thread): the LOCUS_CPU_KERNELS variants, a
+ * work-item being a 6 x 16 register block (the CPU backend's AVX2 shape)
+ * and a group 4 x 4 of them (24 x 64), and a reduce of one work-item per
+ * group, 8 groups per core for balance. The first CPU build used the GPU
+ * kernels with 64 x 32 tiles: 1.7 GFLOP/s at 1024^3 against 38 for the CPU
+ * backend, because PoCL saves every work-item's accumulators at each
+ * barrier (docs/PERFORMANCE.md). */
+static const opencl_tuning gpu_tuning = {"gpu", 64, 64, 16, 16, 16, 256, 8};
+static const opencl_tuning cpu_tuning = {"cpu", 24, 64, 1, 4, 4, 1, 8};
+
+static void report(const char *event, const char *path)
+{
+    const char *file = getenv("LOCUS_OPENCL_CACHE_REPORT");
+    if (file == NULL || file[0] == '\0')
+        return;
+    char line[4300];
+    int length = snprintf(line, sizeof line, "%s %s\n", event, path);
+    if (length <= 0 || (size_t)length >= sizeof line)
+        return;
+    /* One write() of a whole line with O_APPEND: lines of concurrent
+     * writers never interleave. */
+    int fd = open(file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+        return;
+    if (write(fd, line, (size_t)length) != length) {
+        /* Test-only; a short write shows as a failed check there. */
+    }
+    close(fd);
+}
+
+/* The embedded source plus the test hook's text (caller frees). */
+static char *full_source(size_t *bytes)
+{
+    const char *extra = getenv("LOCUS_OPENCL_EXTRA_SOURCE");
+    size_t extra_bytes = extra != NULL ? strlen(extra) : 0;
+    size_t base = locus__opencl_kernel_source_size;
+    char *source = malloc(base + extra_bytes + 2);
+    if (source == NULL)
+        return NULL;
+    memcpy(source, locus__opencl_kernel_source, base);
+    source[base] = '\n';
+    memcpy(source + base + 1, extra != NULL ? extra : "", extra_bytes);
+    source[base + 1 + extra_bytes] = '\0';
+    *bytes = base + 1 + extra_bytes;
+    return source;
+}
+
+static locus_status build_failed(opencl_state *state, size_t index,
+                                 opencl_device *device, cl_program program,
+                                 cl_int err)
+{
+    size_t size = 0;
+    char *log = NULL;
+    if (clGetProgramBuildInfo(program, device->id, CL_PROGRAM_BUILD_LOG, 0,
+                              NULL, &size) == CL_SUCCESS &&
+        size > 0 && (log = malloc(size + 1)) != NULL) {
+        if (clGetProgramBuildInfo(program, device->id, CL_PROGRAM_BUILD_LOG,
+                                  size, log, NULL) != CL_SUCCESS)
+            size = 0;
+        log[size] = '\0';
+    }
+    locus_status status = state->services->fail(
+        LOCUS_ERROR_BACKEND,
+        "clBuildProgram failed on opencl:%zu (%s): %s (%d); build log:\n%s",
+        index, device->name, locus__opencl_error_name(err), (int)err,
+        log != NULL && log[0] != '\0' ? log : "(empty)");
+    free(log);
+    return status;
+}
+
+/* The binary of a built program, written to path. Failures only cost a
+ * later build, so they are logged, not returned. */
+static void store_binary(opencl_state *state, opencl_device *device,
+                         cl_program program, const char *path)
+{
+    size_t bytes = 0;
+    cl_int err = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES,
+                                  sizeof bytes, &bytes, NULL);
+    unsigned char *binary = NULL;
+    char why[256] = "";
+    if (err != CL_SUCCESS || bytes == 0) {
+        snprintf(why, sizeof why, "CL_PROGRAM_BINARY_SIZES: %s (%d)",
+                 locus__opencl_error_name(err), (int)err);
+        goto log;
+    }
+    binary = malloc(bytes);
+    if (binary == NULL) {
+        snprintf(why, sizeof why, "out of memory for %zu bytes", bytes);
+        goto log;
+    }
+    err = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary,
+                           NULL);
+    if (err != CL_SUCCESS) {
+        snprintf(why, sizeof why, "CL_PROGRAM_BINARIES: %s (%d)",
+                 locus__opencl_error_name(err), (int)err);
+        goto log;
+    }
+    if (locus__opencl_cache_write(path, binary, bytes, why, sizeof why) == 0)
+        why[0] = '\0';
+log:
+    if (why[0] != '\0')
+        state->services->log(state->runtime, LOCUS_LOG_WARN,
+                             "opencl: not caching the program of %s in %s: %s",
+                             device->name, path, why);
+    free(binary);
+}
+
+/* A program from a cached binary; NULL when the driver refuses it. */
+static cl_program load_binary(opencl_device *device,
+                              const unsigned char *binary, size_t bytes,
+                              const char *options)
+{
+    cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+    cl_program program = clCreateProgramWithBinary(
+        device->context, 1, &device->id, &bytes, &binary, &binary_status, &err);
+    if (program == NULL || err != CL_SUCCESS || binary_status != CL_SUCCESS) {
+        if (program != NULL)
+            clReleaseProgram(program);
+        return NULL;
+    }
+    if (clBuildProgram(program, 1, &device->id, options, NULL, NULL) !=
+        CL_SUCCESS) {
+        clReleaseProgram(program);
+        return NULL;
+    }
+    return program;
+}
+
+static locus_status create_kernels(opencl_state *state, size_t index,
+                                   opencl_device *device)
+{
+    struct {
+        cl_kernel *kernel;
+        const char *name;
+    } table[] = {
+        {&device->gemm, "locus_gemm"},
+        {&device->reduce, "locus_reduce"},
+        {&device->im2col, "locus_im2col"},
+        {&device->mec_lower, "locus_mec_lower"},
+        {&device->filter_krcs, "locus_filter_krcs"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        cl_int err = CL_SUCCESS;
+        *table[i].kernel = clCreateKernel(device->program, table[i].name, &err);
+        if (*table[i].kernel == NULL || err != CL_SUCCESS) {
+            *table[i].kernel = NULL;
+            return state->services->fail(
+                locus__opencl_status_of(err),
+                "clCreateKernel(%s) failed on opencl:%zu (%s): %s (%d)",
+                table[i].name, index, device->name,
+                locus__opencl_error_name(err), (int)err);
+        }
+    }
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
+                                         opencl_device *device)
+{
+    if (device->program != NULL)
+        return LOCUS_SUCCESS;
+    device->tuning = device->kind == LOCUS_DEVICE_GPU ? gpu_tuning : cpu_tuning;
+    const opencl_tuning *t = &device->tuning;
+    char options[256];
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DTM=%u -DTN=%u -DTK=%u -DWM=%u -DWN=%u -DRWG=%u%s",
+             t->tm, t->tn, t->tk, t->wm, t->wn, t->rwg,
+             t == &device->tuning && device->kind != LOCUS_DEVICE_GPU
+                 ? " -DLOCUS_CPU_KERNELS"
+                 : "");
+    size_t source_bytes = 0;
+    char *source = full_source(&source_bytes);
+    if (source == NULL)
+        return state->services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
+                                     "opencl: out of host memory for the "
+                                     "program source");
+
+    uint64_t key = LOCUS_OPENCL_HASH_SEED;
+    const char *parts[] = {device->name, device->vendor, device->version,
+                           options};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        key = locus__opencl_hash(key, parts[i], strlen(parts[i]) + 1);
+    key = locus__opencl_hash(key, source, source_bytes);
+    char dir[4000], path[4100] = "";
+    const int cached = locus__opencl_cache_dir(dir, sizeof dir);
+    if (cached)
+        snprintf(path, sizeof path, "%s/%016llx.bin", dir,
+                 (unsigned long long)key);
+
+    locus_status status = LOCUS_SUCCESS;
+    const char *event = "built";
+    if (cached) {
+        unsigned char *binary = NULL;
+        size_t bytes = 0;
+        char why[256] = "";
+        cache_read_result read =
+            locus__opencl_cache_read(path, &binary, &bytes, why, sizeof why);
+        if (read == CACHE_VALID) {
+            device->program = load_binary(device, binary, bytes, options);
+            event = device->program != NULL ? "loaded" : "rebuilt-refused";
+        } else if (read == CACHE_DAMAGED) {
+            event = "rebuilt-damaged";
+            state->services->log(state->runtime, LOCUS_LOG_WARN,
+                                 "opencl: cache file %s is damaged (%s); "
+                                 "rebuilding",
+                                 path, why);
+        }
+        free(binary);
+    }
+    if (device->program == NULL) {
+        cl_int err = CL_SUCCESS;
+        const char *text = source;
+        cl_program program = clCreateProgramWithSource(
+            device->context, 1, &text, &source_bytes, &err);
+        if (program == NULL || err != CL_SUCCESS) {
+            status = state->services->fail(
+                locus__opencl_status_of(err),
+                "clCreateProgramWithSource failed on opencl:%zu (%s): %s (%d)",
+                index, device->name, locus__opencl_error_name(err), (int)err);
+            goto free_source;
+        }
+        err = clBuildProgram(program, 1, &device->id, options, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            status = build_failed(state, index, device, program, err);
+            clReleaseProgram(program);
+            goto free_source;
+        }
+        device->program = program;
+        if (cached)
+            store_binary(state, device, program, path);
+    }
+    state->services->log(state->runtime, LOCUS_LOG_DEBUG,
+                         "opencl: program of opencl:%zu (%s, %s tuning) %s "
+                         "%s",
+                         index, device->name, t->name, event,
+                         cached ? path : "(no cache directory)");
+    report(event, cached ? path : "-");
+    status = create_kernels(state, index, device);
+    if (status != LOCUS_SUCCESS)
+        locus__opencl_program_release(device);
+free_source:
+    free(source);
+    return status;
+}
+
+void locus__opencl_program_release(opencl_device *device)
+{
+    cl_kernel *kernels[] = {&device->gemm, &device->reduce, &device->im2col,
+                            &device->mec_lower, &device->filter_krcs};
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        if (*kernels[i] != NULL)
+            clReleaseKernel(*kernels[i]);
+        *kernels[i] = NULL;
+    }
+    if (device->program != NULL)
+        clReleaseProgram(device->program);
+    device->program = NULL;
+}

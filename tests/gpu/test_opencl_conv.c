@@ -1,0 +1,220 @@
+/* Conv2d on an OpenCL device (LOCUS_TEST_OPENCL, default opencl:0) against
+ * a float64 direct loop: im2col, MEC and auto over strides 1 and 2,
+ * padding 0, 1 and 3, filters 1, 3, 5 and 7 (non-square images, batch 1
+ * and 3) and a few larger layers; outputs poisoned with NaN before each
+ * run; the record names the algorithm and its workspace. The implicit GEMM
+ * is not offered on OpenCL and must say so. Never skipped. */
+#include "test_opencl_common.h"
+
+typedef struct conv_case {
+    size_t batch, channels, height, width, filters, kernel, stride, pad;
+} conv_case;
+
+static const char *const algorithm_names[] = {"auto", "im2col", "mec",
+                                              "implicit"};
+static double worst[3];
+
+static size_t extent(size_t in, size_t kernel, size_t stride, size_t pad)
+{
+    return (in + 2 * pad - kernel) / stride + 1;
+}
+
+static void reference(const conv_case *t, const float *input,
+                      const float *filter, double *expected, double *magnitude)
+{
+    const size_t p_count = extent(t->height, t->kernel, t->stride, t->pad);
+    const size_t q_count = extent(t->width, t->kernel, t->stride, t->pad);
+    size_t o = 0;
+    for (size_t n = 0; n < t->batch; n++)
+        for (size_t k = 0; k < t->filters; k++)
+            for (size_t p = 0; p < p_count; p++)
+                for (size_t q = 0; q < q_count; q++, o++) {
+                    double sum = 0.0, mag = 0.0;
+                    for (size_t c = 0; c < t->channels; c++)
+                        for (size_t r = 0; r < t->kernel; r++)
+                            for (size_t s = 0; s < t->kernel; s++) {
+                                long h =
+                                    (long)(p * t->stride + r) - (long)t->pad;
+                                long w =
+                                    (long)(q * t->stride + s) - (long)t->pad;
+                                if (h < 0 || w < 0 || h >= (long)t->height ||
+                                    w >= (long)t->width)
+                                    continue;
+                                double term =
+                                    (double)input[((n * t->channels + c) *
+                                                       t->height +
+                                                   (size_t)h) *
+                                                      t->width +
+                                                  (size_t)w] *
+                                    (double)filter[((k * t->channels + c) *
+                                                        t->kernel +
+                                                    r) *
+                                                       t->kernel +
+                                                   s];
+                                sum += term;
+                                mag += fabs(term);
+                            }
+                    expected[o] = sum;
+                    magnitude[o] = mag;
+                }
+}
+
+static void check_case(locus_context *context, locus_device *gpu,
+                       const conv_case *t, int all_modes)
+{
+    if (t->height + 2 * t->pad < t->kernel || t->width + 2 * t->pad < t->kernel)
+        return;
+    const size_t p_count = extent(t->height, t->kernel, t->stride, t->pad);
+    const size_t q_count = extent(t->width, t->kernel, t->stride, t->pad);
+    const size_t in_count = t->batch * t->channels * t->height * t->width;
+    const size_t f_count = t->filters * t->channels * t->kernel * t->kernel;
+    const size_t out_count = t->batch * t->filters * p_count * q_count;
+    float *input = malloc(in_count * sizeof(float));
+    float *filter = malloc(f_count * sizeof(float));
+    float *output = malloc(out_count * sizeof(float));
+    double *expected = malloc(out_count * sizeof(double));
+    double *magnitude = malloc(out_count * sizeof(double));
+    CHECK(input && filter && output && expected && magnitude, "malloc");
+    if (!(input && filter && output && expected && magnitude))
+        goto free_host;
+    cuda_test_fill(input, in_count);
+    cuda_test_fill(filter, f_count);
+    reference(t, input, filter, expected, magnitude);
+    locus_buffer *bi = cuda_test_buffer(context, input, in_count);
+    locus_buffer *bf = cuda_test_buffer(context, filter, f_count);
+    const size_t terms = t->channels * t->kernel * t->kernel;
+    for (int math = 0; math < (all_modes ? 3 : 1); math++)
+        for (int algorithm = 0; algorithm < 3 && bi && bf; algorithm++) {
+            locus_buffer *bo = cuda_test_buffer(context, NULL, out_count);
+            if (bo == NULL)
+                break;
+            locus_conv2d_desc desc;
+            locus_conv2d_desc_init(&desc);
+            desc.batch = t->batch;
+            desc.in_channels = t->channels;
+            desc.in_height = t->height;
+            desc.in_width = t->width;
+            desc.out_channels = t->filters;
+            desc.kernel_height = desc.kernel_width = t->kernel;
+            desc.stride_h = desc.stride_w = t->stride;
+            desc.pad_h = desc.pad_w = t->pad;
+            desc.algorithm = (locus_conv_algorithm)algorithm;
+            desc.math = (locus_math_mode)math;
+            locus_record record;
+            locus_record_init(&record);
+            locus_status status =
+                locus_conv2d(context, gpu, &desc, bi, bf, bo, &record);
+            char label[160];
+            snprintf(label, sizeof label,
+                     "conv N%zu C%zu %zux%zu K%zu %zux%zu stride %zu pad %zu "
+                     "%s %s",
+                     t->batch, t->channels, t->height, t->width, t->filters,
+                     t->kernel, t->kernel, t->stride, t->pad,
+                     algorithm_names[algorithm], cuda_test_math_names[math]);
+            CHECK(status == LOCUS_SUCCESS, "%s: %s", label, locus_last_error());
+            if (status == LOCUS_SUCCESS &&
+                cuda_test_read(bo, output, out_count)) {
+                double error = 0.0;
+                size_t where = 0;
+                for (size_t i = 0; i < out_count; i++) {
+                    double e =
+                        cuda_test_error(output[i], expected[i], magnitude[i]);
+                    if (!(e <= error)) {
+                        error = e;
+                        where = i;
+                    }
+                }
+                double tolerance =
+                    cuda_test_tolerance(terms, cuda_test_math_roundoff[math]);
+                CHECK(error <= tolerance,
+                      "%s (record: %s, workspace %llu): relative error %.3g "
+                      "at output %zu (got %.9g, expected %.9g), tolerance "
+                      "%.3g",
+                      label, record.algorithm,
+                      (unsigned long long)record.workspace_bytes, error, where,
+                      (double)output[where], expected[where], tolerance);
+                if (algorithm != 0)
+                    CHECK(strcmp(record.algorithm,
+                                 algorithm_names[algorithm]) == 0,
+                          "%s: the record says algorithm \"%s\"", label,
+                          record.algorithm);
+                if (algorithm == 3)
+                    CHECK(record.workspace_bytes == 0,
+                          "%s: implicit GEMM reports %llu workspace bytes",
+                          label, (unsigned long long)record.workspace_bytes);
+                if (algorithm == 1 && t->kernel > 1)
+                    CHECK(record.workspace_bytes >=
+                              terms * p_count * q_count * sizeof(float),
+                          "%s: im2col reports %llu workspace bytes, less "
+                          "than one image's columns",
+                          label, (unsigned long long)record.workspace_bytes);
+                if (!(error <= worst[math]))
+                    worst[math] = error;
+            }
+            locus_buffer_destroy(bo);
+        }
+    locus_buffer_destroy(bi);
+    locus_buffer_destroy(bf);
+free_host:
+    free(input);
+    free(filter);
+    free(output);
+    free(expected);
+    free(magnitude);
+}
+
+static void check_implicit_refused(locus_context *context, locus_device *gpu)
+{
+    float x[9] = {0};
+    locus_buffer *bi = cuda_test_buffer(context, x, 9);
+    locus_buffer *bf = cuda_test_buffer(context, x, 9);
+    locus_buffer *bo = cuda_test_buffer(context, NULL, 9);
+    locus_conv2d_desc desc;
+    locus_conv2d_desc_init(&desc);
+    desc.batch = desc.in_channels = desc.out_channels = 1;
+    desc.in_height = desc.in_width = 3;
+    desc.kernel_height = desc.kernel_width = 1;
+    desc.algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+    locus_status status = locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL);
+    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED,
+          "implicit conv on opencl: %s (%s)", locus_status_name(status),
+          locus_last_error());
+    locus_buffer_destroy(bi);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bo);
+}
+
+int main(void)
+{
+    locus_context *context = NULL;
+    locus_device *gpu = NULL, *cpu = NULL;
+    int opened = opencl_test_open(&context, &gpu, &cpu);
+    if (opened != 0)
+        return opened;
+    static const size_t kernels[] = {1, 3, 5, 7};
+    static const size_t strides[] = {1, 2};
+    static const size_t pads[] = {0, 1, 3};
+    static const size_t batches[] = {1, 3};
+    for (size_t b = 0; b < 2; b++)
+        for (size_t k = 0; k < 4; k++)
+            for (size_t s = 0; s < 2; s++)
+                for (size_t p = 0; p < 3; p++) {
+                    conv_case t = {batches[b], 3,          11,         13,
+                                   5,          kernels[k], strides[s], pads[p]};
+                    check_case(context, gpu, &t, kernels[k] == 3);
+                }
+    /* Vector paths (sizes multiples of 4) and a real channel count. */
+    const conv_case larger[] = {
+        {2, 32, 28, 28, 64, 3, 1, 1},
+        {2, 16, 8, 8, 32, 1, 1, 0},
+        {3, 8, 32, 32, 16, 7, 2, 3},
+    };
+    for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++)
+        check_case(context, gpu, &larger[i], 1);
+    check_implicit_refused(context, gpu);
+    for (int math = 0; math < 3; math++)
+        printf("conv2d %s: worst relative error vs float64 %.3g\n",
+               cuda_test_math_names[math], worst[math]);
+    locus_context_destroy(context);
+    return cuda_test_finish("test_opencl_conv");
+}

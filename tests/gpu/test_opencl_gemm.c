@@ -1,0 +1,173 @@
+/* GEMM on an OpenCL device (LOCUS_TEST_OPENCL, default opencl:0) against
+ * float64: odd and prime shapes (edge tiles everywhere), all four
+ * transpose cases, leading dimensions larger than the rows, alpha and beta,
+ * and beta == 0 with C full of NaN (C must not be read). Every math mode
+ * is asked for; the OpenCL kernels compute all of them in FP32. Never
+ * skipped. */
+#include "test_opencl_common.h"
+
+typedef struct gemm_case {
+    size_t m, n, k;
+    int trans_a, trans_b;
+    size_t ld_pad; /* added to every leading dimension */
+    double alpha, beta;
+} gemm_case;
+
+static const gemm_case cases[] = {
+    {1, 1, 1, 0, 0, 0, 1.0, 0.0},          {7, 7, 7, 0, 0, 0, 1.0, 0.0},
+    {33, 17, 65, 0, 0, 0, 1.0, 0.0},       {33, 17, 65, 1, 0, 0, 1.0, 0.0},
+    {33, 17, 65, 0, 1, 0, 1.0, 0.0},       {33, 17, 65, 1, 1, 0, 1.0, 0.0},
+    {131, 257, 67, 0, 0, 3, 1.5, 0.5},     {131, 257, 67, 1, 0, 5, -1.0, 2.0},
+    {131, 257, 67, 0, 1, 1, 0.5, -1.0},    {131, 257, 67, 1, 1, 7, 2.0, 1.0},
+    {1000, 7, 33, 0, 0, 0, 1.0, 0.0},      {7, 1000, 33, 1, 1, 0, 1.0, 0.0},
+    {1, 1023, 1000, 0, 0, 0, 1.0, 0.0},    {1023, 1, 1000, 1, 0, 0, 1.0, 0.0},
+    {256, 128, 512, 0, 0, 0, 1.0, 0.0},    {256, 128, 512, 1, 1, 4, 1.0, 1.0},
+    {1023, 1023, 1023, 0, 0, 0, 1.0, 0.0}, {509, 1021, 257, 0, 1, 0, 1.0, 0.0},
+};
+
+/* The largest error of each mode over all cases, reported at the end. */
+static double worst[3];
+
+static double element(const float *x, size_t ld, int trans, size_t row,
+                      size_t col)
+{
+    return trans ? (double)x[col * ld + row] : (double)x[row * ld + col];
+}
+
+static void check_case(locus_context *context, locus_device *gpu,
+                       const gemm_case *t)
+{
+    const size_t a_rows = t->trans_a ? t->k : t->m;
+    const size_t a_cols = t->trans_a ? t->m : t->k;
+    const size_t b_rows = t->trans_b ? t->n : t->k;
+    const size_t b_cols = t->trans_b ? t->k : t->n;
+    const size_t lda = a_cols + t->ld_pad, ldb = b_cols + t->ld_pad;
+    const size_t ldc = t->n + t->ld_pad;
+    const size_t a_count = a_rows * lda, b_count = b_rows * ldb;
+    const size_t c_count = t->m * ldc;
+    float *a = malloc(a_count * sizeof(float));
+    float *b = malloc(b_count * sizeof(float));
+    float *c0 = malloc(c_count * sizeof(float));
+    float *c = malloc(c_count * sizeof(float));
+    double *expected = malloc(t->m * t->n * sizeof(double));
+    double *magnitude = malloc(t->m * t->n * sizeof(double));
+    CHECK(a && b && c0 && c && expected && magnitude, "malloc");
+    if (!(a && b && c0 && c && expected && magnitude))
+        goto free_host;
+    cuda_test_fill(a, a_count);
+    cuda_test_fill(b, b_count);
+    cuda_test_fill(c0, c_count);
+    if (t->beta == 0.0)
+        for (size_t i = 0; i < c_count; i++)
+            c0[i] = NAN;
+    for (size_t i = 0; i < t->m; i++)
+        for (size_t j = 0; j < t->n; j++) {
+            double sum = 0.0, mag = 0.0;
+            for (size_t p = 0; p < t->k; p++) {
+                double term = element(a, lda, t->trans_a, i, p) *
+                              element(b, ldb, t->trans_b, p, j);
+                sum += term;
+                mag += fabs(term);
+            }
+            double e = t->alpha * sum, g = fabs(t->alpha) * mag;
+            if (t->beta != 0.0) {
+                e += t->beta * c0[i * ldc + j];
+                g += fabs(t->beta * c0[i * ldc + j]);
+            }
+            expected[i * t->n + j] = e;
+            magnitude[i * t->n + j] = g;
+        }
+
+    locus_buffer *ba = cuda_test_buffer(context, a, a_count);
+    locus_buffer *bb = cuda_test_buffer(context, b, b_count);
+    for (int math = 0; math < 3 && ba != NULL && bb != NULL; math++) {
+        locus_buffer *bc = cuda_test_buffer(context, c0, c_count);
+        if (bc == NULL)
+            break;
+        locus_gemm_desc desc;
+        locus_gemm_desc_init(&desc);
+        desc.trans_a = t->trans_a ? LOCUS_TRANS : LOCUS_NO_TRANS;
+        desc.trans_b = t->trans_b ? LOCUS_TRANS : LOCUS_NO_TRANS;
+        desc.m = t->m;
+        desc.n = t->n;
+        desc.k = t->k;
+        desc.lda = lda;
+        desc.ldb = ldb;
+        desc.ldc = ldc;
+        desc.alpha = t->alpha;
+        desc.beta = t->beta;
+        desc.math = (locus_math_mode)math;
+        locus_record record;
+        locus_record_init(&record);
+        locus_status status =
+            locus_gemm(context, gpu, &desc, ba, bb, bc, &record);
+        CHECK(status == LOCUS_SUCCESS,
+              "gemm %zux%zux%zu trans %d%d ld+%zu %s: %s", t->m, t->n, t->k,
+              t->trans_a, t->trans_b, t->ld_pad, cuda_test_math_names[math],
+              locus_last_error());
+        if (status == LOCUS_SUCCESS && cuda_test_read(bc, c, c_count)) {
+            double error = 0.0;
+            size_t where = 0;
+            for (size_t i = 0; i < t->m; i++)
+                for (size_t j = 0; j < t->n; j++) {
+                    double e =
+                        cuda_test_error(c[i * ldc + j], expected[i * t->n + j],
+                                        magnitude[i * t->n + j]);
+                    if (!(e <= error)) {
+                        error = e;
+                        where = i * t->n + j;
+                    }
+                }
+            /* Padding columns of C are never written. */
+            int padding_kept = 1;
+            for (size_t i = 0; i < t->m; i++)
+                for (size_t j = t->n; j < ldc; j++)
+                    if (memcmp(&c[i * ldc + j], &c0[i * ldc + j],
+                               sizeof(float)) != 0)
+                        padding_kept = 0;
+            double tolerance =
+                cuda_test_tolerance(t->k, cuda_test_math_roundoff[math]);
+            CHECK(error <= tolerance,
+                  "gemm %zux%zux%zu trans %d%d ld+%zu alpha %g beta %g %s "
+                  "(%s): relative error %.3g at (%zu, %zu) (got %.9g, "
+                  "expected %.9g), tolerance %.3g",
+                  t->m, t->n, t->k, t->trans_a, t->trans_b, t->ld_pad, t->alpha,
+                  t->beta, cuda_test_math_names[math], record.algorithm, error,
+                  where / t->n, where % t->n,
+                  (double)c[(where / t->n) * ldc + where % t->n],
+                  expected[where], tolerance);
+            CHECK(padding_kept, "gemm %zux%zux%zu %s wrote C's padding columns",
+                  t->m, t->n, t->k, cuda_test_math_names[math]);
+            if (!(error <= worst[math]))
+                worst[math] = error;
+        }
+        locus_buffer_destroy(bc);
+    }
+    locus_buffer_destroy(ba);
+    locus_buffer_destroy(bb);
+free_host:
+    free(a);
+    free(b);
+    free(c0);
+    free(c);
+    free(expected);
+    free(magnitude);
+}
+
+int main(void)
+{
+    locus_context *context = NULL;
+    locus_device *gpu = NULL, *cpu = NULL;
+    int opened = opencl_test_open(&context, &gpu, &cpu);
+    if (opened != 0)
+        return opened;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(context, gpu, &cases[i]);
+    for (int math = 0; math < 3; math++)
+        printf("gemm %s: worst relative error vs float64 %.3g "
+               "(tolerance at k = 1023: %.3g)\n",
+               cuda_test_math_names[math], worst[math],
+               cuda_test_tolerance(1023, cuda_test_math_roundoff[math]));
+    locus_context_destroy(context);
+    return cuda_test_finish("test_opencl_gemm");
+}
