@@ -1,12 +1,12 @@
-/* Buffers moving between the CPU and an OpenCL device (LOCUS_TEST_OPENCL,
- * default opencl:0): written on the host, used on the device, read back,
- * used by a CPU op, used on the device again; the data is right at every
- * step and copies happen only when a copy is stale (the records'
- * bytes_to_device and bytes_from_device say so). Then the error paths: a
- * buffer larger than the device's memory, or a workspace larger than its
- * largest allocation, gives LOCUS_ERROR_DEVICE_OUT_OF_MEMORY (never a
- * crash), and bad shapes are refused. Never skipped. */
-#include "test_opencl_common.h"
+/* Buffers moving between the CPU and the device under test (cuda:0, or an
+ * OpenCL device: see device_test.h): written on the host, used on the
+ * device, read back, used by a CPU op, used on the device again; the data
+ * is right at every step and copies happen only when a copy is stale (the
+ * records' bytes_to_device and bytes_from_device say so). Then the error
+ * paths: a buffer larger than the device's memory gives
+ * LOCUS_ERROR_DEVICE_OUT_OF_MEMORY (never a crash), and bad shapes are
+ * refused. */
+#include "device_test.h"
 
 #define N 67 /* square matrices: odd, so edge tiles everywhere */
 #define BYTES (N * N * sizeof(float))
@@ -254,7 +254,7 @@ int main(void)
 {
     locus_context *context = NULL;
     locus_device *gpu = NULL, *cpu = NULL;
-    int opened = opencl_test_open(&context, &gpu, &cpu);
+    int opened = device_test_open(&context, &gpu, &cpu);
     if (opened != 0)
         return opened;
     check_round_trip(context, gpu, cpu);
@@ -262,5 +262,5 @@ int main(void)
     check_workspace_out_of_memory(context, gpu);
     check_bad_shapes(context, gpu);
     locus_context_destroy(context);
-    return cuda_test_finish("test_opencl_coherence");
+    return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_coherence");
 }

@@ -1,10 +1,10 @@
-/* GEMM on cuda:0 against float64, in every math mode: odd and prime
- * shapes (edge tiles everywhere), all four transpose cases, leading
- * dimensions larger than the rows, alpha and beta, and beta == 0 with C
- * full of NaN (C must not be read). Prints the measured relative error of
- * each mode (max |C - C64| / sum |terms| over C). Skipped (77) without a
- * CUDA device. */
-#include "cuda_test.h"
+/* GEMM on the device under test (device_test.h) against float64, in every
+ * math mode: odd and prime shapes (edge tiles everywhere), all four
+ * transpose cases, leading dimensions larger than the rows, alpha and beta,
+ * and beta == 0 with C full of NaN (C must not be read). Prints the
+ * measured relative error of each mode (max |C - C64| / sum |terms| over
+ * C). */
+#include "device_test.h"
 
 typedef struct gemm_case {
     size_t m, n, k;
@@ -158,7 +158,7 @@ int main(void)
 {
     locus_context *context = NULL;
     locus_device *gpu = NULL, *cpu = NULL;
-    int opened = cuda_test_open(&context, &gpu, &cpu);
+    int opened = device_test_open(&context, &gpu, &cpu);
     if (opened != 0)
         return opened;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -169,5 +169,5 @@ int main(void)
                cuda_test_math_names[math], worst[math],
                cuda_test_tolerance(1023, cuda_test_math_roundoff[math]));
     locus_context_destroy(context);
-    return cuda_test_finish("test_cuda_gemm");
+    return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_gemm");
 }

@@ -1,9 +1,9 @@
-/* Reduce on cuda:0 against float64: sum, min and max over counts that are
- * not multiples of the 16-byte vector (the scalar tail), from 1 element to
- * a few million; the deterministic default repeats bit for bit, the atomic
- * variant agrees within the tolerance; a NaN makes min and max NaN.
- * Skipped (77) without a CUDA device. */
-#include "cuda_test.h"
+/* Reduce on the device under test (device_test.h) against float64: sum,
+ * min and max over counts that are not multiples of any vector or group
+ * size, from 1 element to a few million; the deterministic default repeats
+ * bit for bit, the atomic variant agrees within the tolerance; a NaN makes
+ * min and max NaN. */
+#include "device_test.h"
 
 static const size_t counts[] = {
     1,      2, 3, 4, 5, 7, 33, 1000, 1023, 4099, 65537, 1000003, (1u << 20) + 3,
@@ -119,12 +119,12 @@ int main(void)
 {
     locus_context *context = NULL;
     locus_device *gpu = NULL, *cpu = NULL;
-    int opened = cuda_test_open(&context, &gpu, &cpu);
+    int opened = device_test_open(&context, &gpu, &cpu);
     if (opened != 0)
         return opened;
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         check_count(context, gpu, counts[i]);
     check_nan(context, gpu);
     locus_context_destroy(context);
-    return cuda_test_finish("test_cuda_reduce");
+    return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_reduce");
 }

@@ -1,10 +1,10 @@
-/* Conv2d on an OpenCL device (LOCUS_TEST_OPENCL, default opencl:0) against
- * a float64 direct loop: im2col, MEC and auto over strides 1 and 2,
- * padding 0, 1 and 3, filters 1, 3, 5 and 7 (non-square images, batch 1
- * and 3) and a few larger layers; outputs poisoned with NaN before each
- * run; the record names the algorithm and its workspace. The implicit GEMM
- * is not offered on OpenCL and must say so. Never skipped. */
-#include "test_opencl_common.h"
+/* Conv2d on the device under test (device_test.h) against a float64 direct
+ * loop: every algorithm the backend offers (im2col, MEC, implicit GEMM on
+ * CUDA, auto) over strides 1 and 2, padding 0, 1 and 3, filters 1, 3, 5
+ * and 7 (non-square images, batch 1 and 3), the math modes on the 3x3
+ * filters and on larger layers; outputs poisoned with NaN before each run;
+ * the record names the algorithm and its workspace. */
+#include "device_test.h"
 
 typedef struct conv_case {
     size_t batch, channels, height, width, filters, kernel, stride, pad;
@@ -84,7 +84,9 @@ static void check_case(locus_context *context, locus_device *gpu,
     locus_buffer *bf = cuda_test_buffer(context, filter, f_count);
     const size_t terms = t->channels * t->kernel * t->kernel;
     for (int math = 0; math < (all_modes ? 3 : 1); math++)
-        for (int algorithm = 0; algorithm < 3 && bi && bf; algorithm++) {
+        for (int algorithm = 0;
+             algorithm < (DEVICE_TEST_HAS_IMPLICIT_CONV ? 4 : 3) && bi && bf;
+             algorithm++) {
             locus_buffer *bo = cuda_test_buffer(context, NULL, out_count);
             if (bo == NULL)
                 break;
@@ -163,6 +165,8 @@ free_host:
     free(magnitude);
 }
 
+#if !DEVICE_TEST_HAS_IMPLICIT_CONV
+/* Where the algorithm is not offered, asking for it says so. */
 static void check_implicit_refused(locus_context *context, locus_device *gpu)
 {
     float x[9] = {0};
@@ -177,18 +181,19 @@ static void check_implicit_refused(locus_context *context, locus_device *gpu)
     desc.algorithm = LOCUS_CONV_IMPLICIT_GEMM;
     locus_status status = locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL);
     CHECK(status == LOCUS_ERROR_NOT_SUPPORTED,
-          "implicit conv on opencl: %s (%s)", locus_status_name(status),
-          locus_last_error());
+          "implicit conv on " DEVICE_TEST_BACKEND ": %s (%s)",
+          locus_status_name(status), locus_last_error());
     locus_buffer_destroy(bi);
     locus_buffer_destroy(bf);
     locus_buffer_destroy(bo);
 }
+#endif
 
 int main(void)
 {
     locus_context *context = NULL;
     locus_device *gpu = NULL, *cpu = NULL;
-    int opened = opencl_test_open(&context, &gpu, &cpu);
+    int opened = device_test_open(&context, &gpu, &cpu);
     if (opened != 0)
         return opened;
     static const size_t kernels[] = {1, 3, 5, 7};
@@ -211,10 +216,12 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++)
         check_case(context, gpu, &larger[i], 1);
+#if !DEVICE_TEST_HAS_IMPLICIT_CONV
     check_implicit_refused(context, gpu);
+#endif
     for (int math = 0; math < 3; math++)
         printf("conv2d %s: worst relative error vs float64 %.3g\n",
                cuda_test_math_names[math], worst[math]);
     locus_context_destroy(context);
-    return cuda_test_finish("test_opencl_conv");
+    return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_conv");
 }
