@@ -289,6 +289,19 @@ static locus_status check_record(const locus_record *record)
     return LOCUS_SUCCESS;
 }
 
+/* What every op checks besides its descriptor: the record, the dtype and
+ * that the device (if any) is this context's. */
+static locus_status check_common(locus_context *context, locus_device *device,
+                                 locus_dtype dtype, const locus_record *record)
+{
+    locus_status status = check_record(record);
+    if (status == LOCUS_SUCCESS)
+        status = check_dtype(dtype);
+    if (status == LOCUS_SUCCESS)
+        status = check_device(context, device);
+    return status;
+}
+
 /* A descriptor from a caller built against an older, smaller struct gets
  * the _init defaults for the fields it lacks (allow_atomic came after
  * count), so backends always see the whole struct. */
@@ -325,11 +338,7 @@ LOCUS_API locus_status locus_reduce(locus_context *context,
     const locus_reduce_desc *desc = &upgraded;
     locus_status status = upgrade_reduce_desc(given, &upgraded);
     if (status == LOCUS_SUCCESS)
-        status = check_record(record);
-    if (status == LOCUS_SUCCESS)
-        status = check_dtype(desc->dtype);
-    if (status == LOCUS_SUCCESS)
-        status = check_device(context, device);
+        status = check_common(context, device, desc->dtype, record);
     if (status != LOCUS_SUCCESS)
         return status;
     if (desc->op != LOCUS_REDUCE_SUM && desc->op != LOCUS_REDUCE_MIN &&
@@ -389,11 +398,7 @@ LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
     locus_status status =
         check_struct(desc->struct_size, sizeof *desc, "locus_gemm_desc");
     if (status == LOCUS_SUCCESS)
-        status = check_record(record);
-    if (status == LOCUS_SUCCESS)
-        status = check_dtype(desc->dtype);
-    if (status == LOCUS_SUCCESS)
-        status = check_device(context, device);
+        status = check_common(context, device, desc->dtype, record);
     if (status != LOCUS_SUCCESS)
         return status;
     if (desc->m == 0 || desc->n == 0 || desc->k == 0)
@@ -556,11 +561,7 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
     size_t out_h, out_w;
     locus_status status = locus_conv2d_output_shape(desc, &out_h, &out_w);
     if (status == LOCUS_SUCCESS)
-        status = check_record(record);
-    if (status == LOCUS_SUCCESS)
-        status = check_dtype(desc->dtype);
-    if (status == LOCUS_SUCCESS)
-        status = check_device(context, device);
+        status = check_common(context, device, desc->dtype, record);
     if (status != LOCUS_SUCCESS)
         return status;
     if (desc->batch == 0 || desc->in_channels == 0 || desc->out_channels == 0)
