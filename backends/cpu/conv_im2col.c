@@ -52,6 +52,33 @@ int locus__cpu_mul_size(size_t a, size_t b, size_t *out)
     return 1;
 }
 
+/* The input rows that output positions [j0, j1) of an image read, one
+ * range per channel (one for the image when that is every row): what a
+ * worker reports for the local/remote split. */
+void locus__cpu_conv_account_rows(const locus__conv_problem *problem,
+                                  const float *image, size_t j0, size_t j1)
+{
+    const locus__conv_shape *sh = &problem->shape;
+    const locus_services *services = problem->state->services;
+    size_t first = (j0 / sh->out_w) * sh->stride_h;
+    size_t last = ((j1 - 1) / sh->out_w) * sh->stride_h + sh->kernel_h;
+    size_t y0 = first > sh->pad_h ? first - sh->pad_h : 0;
+    size_t y1 = last > sh->pad_h ? last - sh->pad_h : 0;
+    if (y1 > sh->height)
+        y1 = sh->height;
+    if (y0 >= y1)
+        return;
+    size_t plane = sh->height * sh->width;
+    if (y0 == 0 && y1 == sh->height) {
+        services->account_read(problem->op, image,
+                               sh->channels * plane * sizeof(float));
+        return;
+    }
+    for (size_t c = 0; c < sh->channels; c++)
+        services->account_read(problem->op, image + c * plane + y0 * sh->width,
+                               (y1 - y0) * sh->width * sizeof(float));
+}
+
 static int is_direct(const locus__conv_shape *sh)
 {
     return sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
@@ -96,32 +123,6 @@ int locus__cpu_im2col_workspace(const locus__conv_problem *problem,
     return 1;
 }
 
-/* The input rows the output positions [j0, j1) read, one range per
- * channel (one for the image when the band is every row). */
-static void account_input(const conv_job *job, const float *image, size_t j0,
-                          size_t j1)
-{
-    const locus__conv_shape *sh = &job->problem->shape;
-    size_t first = (j0 / sh->out_w) * sh->stride_h;
-    size_t last = ((j1 - 1) / sh->out_w) * sh->stride_h + sh->kernel_h;
-    size_t y0 = first > sh->pad_h ? first - sh->pad_h : 0;
-    size_t y1 = last > sh->pad_h ? last - sh->pad_h : 0;
-    if (y1 > sh->height)
-        y1 = sh->height;
-    if (y0 >= y1)
-        return;
-    size_t plane = sh->height * sh->width;
-    if (y0 == 0 && y1 == sh->height) {
-        job->services->account_read(job->problem->op, image,
-                                    sh->channels * plane * sizeof(float));
-        return;
-    }
-    for (size_t c = 0; c < sh->channels; c++)
-        job->services->account_read(job->problem->op,
-                                    image + c * plane + y0 * sh->width,
-                                    (y1 - y0) * sh->width * sizeof(float));
-}
-
 static void conv_worker(void *arg, int rank, int ranks)
 {
     const conv_job *job = arg;
@@ -145,7 +146,7 @@ static void conv_worker(void *arg, int rank, int ranks)
     for (size_t n = 0; n < pr->batch; n++) {
         const float *image = pr->input + n * image_size;
         float *out = pr->output + n * pr->out_channels * pq + j0;
-        account_input(job, image, j0, j1);
+        locus__cpu_conv_account_rows(job->problem, image, j0, j1);
         if (job->plan.direct) {
             locus__cpu_conv_gemm(&pr->state->isa, pr->out_channels, width, crs,
                                  pr->filter, crs, image + j0, pq, out, pq,

@@ -326,31 +326,6 @@ static void prepare_block(const implicit_job *job, size_t b, size_t i0,
                 thrd_yield(); /* the packer may have lost its core */
 }
 
-/* The input rows that output positions [j0, j1) of an image read, one
- * range per channel (one for the image when that is every row). */
-static void account_input(const implicit_job *job, const float *image,
-                          size_t j0, size_t j1)
-{
-    const locus__conv_shape *sh = &job->problem->shape;
-    size_t first = (j0 / sh->out_w) * sh->stride_h;
-    size_t last = ((j1 - 1) / sh->out_w) * sh->stride_h + sh->kernel_h;
-    size_t y0 = first > sh->pad_h ? first - sh->pad_h : 0;
-    size_t y1 = last > sh->pad_h ? last - sh->pad_h : 0;
-    y1 = min_size(y1, sh->height);
-    if (y0 >= y1)
-        return;
-    size_t plane = sh->height * sh->width;
-    if (y0 == 0 && y1 == sh->height) {
-        job->services->account_read(job->problem->op, image,
-                                    sh->channels * plane * sizeof(float));
-        return;
-    }
-    for (size_t c = 0; c < sh->channels; c++)
-        job->services->account_read(job->problem->op,
-                                    image + c * plane + y0 * sh->width,
-                                    (y1 - y0) * sh->width * sizeof(float));
-}
-
 /* A tile cut by the last output position or the last filter row: the
  * kernel computes a whole mr x nr tile into a local buffer and only the
  * part inside the output is copied in (beta 1) and out. The arithmetic is
@@ -383,7 +358,8 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
     size_t mr = plan->mr, nr = plan->nr, pq = plan->pq, k = pr->out_channels;
     const float *image = pr->input + n * sh->channels * sh->height * sh->width;
     float *out = pr->output + n * k * pq;
-    account_input(job, image, t0 * nr, min_size(t1 * nr, pq));
+    locus__cpu_conv_account_rows(job->problem, image, t0 * nr,
+                                 min_size(t1 * nr, pq));
 
     for (size_t tb = t0; tb < t1; tb += plan->block_tiles) {
         size_t te = min_size(t1, tb + plan->block_tiles);
