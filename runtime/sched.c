@@ -75,6 +75,16 @@ static double estimate_seconds(const locus_device *device,
            transfer;
 }
 
+double locus__sched_rate(locus_context *context, locus_device *device,
+                         locus__op_kind op)
+{
+    (void)context;
+    (void)op;
+    nominal_rates rates = rates_of(device);
+    int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
+    return rates.flops_per_second_per_unit * units;
+}
+
 static locus_device *cheapest(locus_context *context,
                               const locus__op_cost *cost)
 {

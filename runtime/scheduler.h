@@ -28,6 +28,11 @@ typedef struct locus__op_cost {
 locus_status locus__sched_choose(locus_context *context,
                                  const locus__op_cost *cost,
                                  locus_device **out);
+/* The rate, in flop/s, at which a device runs an op of this kind at large
+ * sizes: the calibrated figure once calibration has run, else a nominal
+ * one. The multi-device split weighs its row blocks by it. */
+double locus__sched_rate(locus_context *context, locus_device *device,
+                         locus__op_kind op);
 /* What "auto" names without an op: the device a large gemm would go to. */
 locus_device *locus__sched_default_device(locus_context *context);
 
