@@ -256,6 +256,15 @@ unlock:
     return status;
 }
 
+void locus__buffer_failed_on(locus_buffer *buffer, const locus_device *device)
+{
+    pthread_mutex_lock(&buffer->state_lock);
+    uint64_t bit = copy_bit(device);
+    if (buffer->valid & ~bit)
+        buffer->valid &= ~bit;
+    pthread_mutex_unlock(&buffer->state_lock);
+}
+
 void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device)
 {
     pthread_mutex_lock(&buffer->state_lock);

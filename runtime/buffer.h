@@ -46,6 +46,10 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
                                    const locus_device *device,
                                    locus__access access, locus_op_context *op,
                                    void **memory);
+/* After an op that was to write the buffer failed on `device`: that copy
+ * may be half written, so it is no longer current, unless it was the only
+ * current copy (then there is nothing better to keep). */
+void locus__buffer_failed_on(locus_buffer *buffer, const locus_device *device);
 /* After an op wrote the buffer on `device`: that copy alone is current. */
 void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device);
 

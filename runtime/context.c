@@ -122,7 +122,8 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     if (!out)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "out is NULL");
     *out = NULL;
-    if (options && options->struct_size < sizeof *options)
+    if (options &&
+        options->struct_size < offsetof(locus_context_options, calibration))
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "options struct_size %zu: call "
                            "locus_context_options_init first",
@@ -131,6 +132,7 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     if (!context)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "context");
     pthread_mutex_init(&context->record_lock, NULL);
+    pthread_mutex_init(&context->calibration_lock, NULL);
     locus_status status = locus__config_load(&context->config, options);
     if (status != LOCUS_SUCCESS)
         goto free_context;
@@ -146,8 +148,10 @@ locus_context_create(const locus_context_options *options, locus_context **out)
                    "topology from %s: nothing is bound, and placement is "
                    "not verified",
                    context->topology.source);
-    status = locus__pool_create(&context->topology, context->config.threads,
-                                &context->pool);
+    /* One of several MPI ranks on this machine gets its share of the cores
+     * (local_rank.h, docs/MPI.md); any other process every allowed core. */
+    status = locus__local_rank_pool_create(
+        context, options && options->ignore_environment);
     if (status != LOCUS_SUCCESS)
         goto release_topology;
     if (context->config.record_path) {
@@ -183,6 +187,7 @@ release_config:
     locus__config_release(&context->config);
 free_context:
     pthread_mutex_destroy(&context->record_lock);
+    pthread_mutex_destroy(&context->calibration_lock);
     free(context);
     return status;
 }
@@ -199,6 +204,7 @@ LOCUS_API void locus_context_destroy(locus_context *context)
     locus__topology_release(&context->topology);
     locus__config_release(&context->config);
     pthread_mutex_destroy(&context->record_lock);
+    pthread_mutex_destroy(&context->calibration_lock);
     free(context);
 }
 

@@ -8,7 +8,9 @@
 
 #include <locus/backend.h>
 
+#include "calibration_file.h"
 #include "env.h"
+#include "local_rank.h"
 #include "plugin.h"
 #include "pool.h"
 #include "topology.h"
@@ -23,12 +25,17 @@ struct locus_device {
     size_t index_in_backend;
     int ordinal; /* position in the context's device list */
     locus_device_info info;
+    /* The cost model's figures, filled at first need under the context's
+     * calibration_lock; rates_source is read without it only once set. */
+    locus__rates rates;
+    int rates_source; /* locus__rates_source */
 };
 
 struct locus_context {
     locus__config config;
     locus__topology topology;
     locus__pool *pool;
+    locus__local_rank_map local_rank; /* MPI local rank and its cpu share */
     locus_services services;
 
     size_t backend_count;
@@ -38,6 +45,7 @@ struct locus_context {
     locus_device devices[LOCUS__MAX_DEVICES];
 
     pthread_mutex_t record_lock;
+    pthread_mutex_t calibration_lock;
     FILE *record_file;
 };
 

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ static const char *const setting_names[LOCUS__SETTING_COUNT] = {
     [LOCUS__SET_TOPOLOGY] = "LOCUS_TOPOLOGY",
     [LOCUS__SET_PLUGIN_PATH] = "LOCUS_PLUGIN_PATH",
     [LOCUS__SET_CPU_ISA] = "LOCUS_CPU_ISA",
+    [LOCUS__SET_CALIBRATION] = "LOCUS_CALIBRATION",
 };
 
 const char *locus__setting_name(locus__setting_id id)
@@ -349,6 +351,21 @@ static bool parse_cpu_isa(const char *value, locus__config *config,
     return true;
 }
 
+static bool parse_calibration(const char *value, locus__config *config,
+                              char *resolved, size_t capacity)
+{
+    if (strcmp(value, "auto") == 0)
+        config->calibration = LOCUS__CALIBRATION_AUTO;
+    else if (strcmp(value, "nominal") == 0)
+        config->calibration = LOCUS__CALIBRATION_NOMINAL;
+    else if (strcmp(value, "remeasure") == 0)
+        config->calibration = LOCUS__CALIBRATION_REMEASURE;
+    else
+        return false;
+    snprintf(resolved, capacity, "%s", value);
+    return true;
+}
+
 static const struct {
     setting_parser parse;
     const char *grammar;
@@ -375,6 +392,8 @@ static const struct {
                                 LOCUS_PLUGIN_DIR},
     [LOCUS__SET_CPU_ISA] = {parse_cpu_isa, "generic, avx2 or avx512",
                             "best this cpu supports"},
+    [LOCUS__SET_CALIBRATION] = {parse_calibration, "auto, nominal or remeasure",
+                                "auto (cached, else measured at first use)"},
 };
 
 static const char *option_value(const locus_context_options *options,
@@ -403,6 +422,11 @@ static const char *option_value(const locus_context_options *options,
         return options->plugin_path;
     case LOCUS__SET_CPU_ISA:
         return options->cpu_isa;
+    case LOCUS__SET_CALIBRATION:
+        return options->struct_size >
+                       offsetof(locus_context_options, calibration)
+                   ? options->calibration
+                   : NULL;
     case LOCUS__SETTING_COUNT:
         break;
     }

@@ -67,6 +67,7 @@ typedef enum locus__setting_id {
     LOCUS__SET_TOPOLOGY,
     LOCUS__SET_PLUGIN_PATH,
     LOCUS__SET_CPU_ISA,
+    LOCUS__SET_CALIBRATION,
     LOCUS__SETTING_COUNT
 } locus__setting_id;
 
@@ -75,6 +76,13 @@ typedef struct locus__setting_text {
     const char *source;
     char resolved[256];
 } locus__setting_text;
+
+/* LOCUS_CALIBRATION: where the cost model's figures come from. */
+typedef enum locus__calibration_mode {
+    LOCUS__CALIBRATION_AUTO = 0,  /* the cache, else measured at first use */
+    LOCUS__CALIBRATION_NOMINAL,   /* built-in figures, nothing measured */
+    LOCUS__CALIBRATION_REMEASURE, /* measured at first use, cache rewritten */
+} locus__calibration_mode;
 
 typedef struct locus__config {
     locus__selector_list device;
@@ -88,6 +96,7 @@ typedef struct locus__config {
     bool topology_synthetic; /* topology holds a synthetic description */
     char *plugin_path;       /* NULL: only the install dir */
     locus__isa cpu_isa;
+    locus__calibration_mode calibration;
     bool out_of_memory; /* a value could not be copied while loading */
     locus__setting_text settings[LOCUS__SETTING_COUNT];
 } locus__config;

@@ -8,6 +8,8 @@
 
 #include "account.h"
 #include "buffer.h"
+#include "calibration.h"
+#include "ops.h"
 #include "record.h"
 #include "scheduler.h"
 #include "status.h"
@@ -145,6 +147,7 @@ typedef struct op_run {
     locus__account account;
     locus_op_context op;
     double started;
+    locus__choice choice;
 } op_run;
 
 static locus_status check_device(locus_context *context, locus_device *device)
@@ -160,15 +163,12 @@ static locus_status choose_device(op_run *run, locus_device *device,
                                   const locus__op_cost *cost)
 {
     if (!device)
-        return locus__sched_choose(run->context, cost, &run->device);
+        return locus__sched_choose(run->context, cost, &run->choice);
     if (!locus__device_offers(device, cost->op))
-        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "%s is not supported on %s (%s)",
-                           cost->op == LOCUS__OP_REDUCE ? "reduce"
-                           : cost->op == LOCUS__OP_GEMM ? "gemm"
-                                                        : "conv2d",
-                           device->info.selector, device->info.name);
-    run->device = device;
+        return locus__fail(
+            LOCUS_ERROR_NOT_SUPPORTED, "%s is not supported on %s (%s)",
+            locus__op_name(cost->op), device->info.selector, device->info.name);
+    run->choice = (locus__choice){.device = device, .chosen_by = "caller"};
     return LOCUS_SUCCESS;
 }
 
@@ -227,10 +227,17 @@ static locus_status check_aliasing(const op_run *run, const char *const *names)
 
 static locus_status begin_run(op_run *run, const char *op_name)
 {
+    run->device = run->choice.device;
     locus_record_init(&run->record);
     snprintf(run->record.op, sizeof run->record.op, "%s", op_name);
     snprintf(run->record.device, sizeof run->record.device, "%s",
              run->device->info.selector);
+    snprintf(run->record.chosen_by, sizeof run->record.chosen_by, "%s",
+             run->choice.chosen_by);
+    run->record.estimated_seconds = run->choice.estimated_seconds;
+    run->record.estimate_count = run->choice.estimate_count;
+    memcpy(run->record.estimates, run->choice.estimates,
+           sizeof run->record.estimates);
     locus_status status = locus__account_begin(
         &run->account, &run->context->topology, run->context->pool);
     if (status != LOCUS_SUCCESS)
@@ -257,10 +264,13 @@ static locus_status begin_run(op_run *run, const char *op_name)
 
 static void end_run(op_run *run, locus_status status, locus_record *out)
 {
-    if (status == LOCUS_SUCCESS)
-        for (size_t i = 0; i < run->operand_count; i++)
-            if (run->operands[i].access & LOCUS__WRITE)
+    for (size_t i = 0; i < run->operand_count; i++)
+        if (run->operands[i].access & LOCUS__WRITE) {
+            if (status == LOCUS_SUCCESS)
                 locus__buffer_written_on(run->operands[i].buffer, run->device);
+            else
+                locus__buffer_failed_on(run->operands[i].buffer, run->device);
+        }
     unlock_operands(run);
     run->record.seconds = now_seconds() - run->started;
     /* Placement is only resolved where it is real: under a synthetic or
@@ -278,6 +288,64 @@ static void end_run(op_run *run, locus_status status, locus_record *out)
     locus__record_append(run->context, &run->record);
     if (out)
         locus__record_copy_out(out, &run->record);
+}
+
+/* The backend's part of an op, given the operands' memory. */
+typedef locus_status (*backend_call)(op_run *run, void *args);
+
+/* A device that fails this way may succeed elsewhere; bad arguments fail
+ * everywhere, so they are not retried. */
+static bool worth_another_device(locus_status status)
+{
+    return status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY ||
+           status == LOCUS_ERROR_BACKEND;
+}
+
+/* Chooses the device, runs the op there and, when the device fails it,
+ * on the next cheapest one with a warning; with LOCUS_STRICT=1 the failure
+ * is the result. The failed device's copy of an output is never left
+ * marked current (locus__buffer_failed_on), so no stale data is read. */
+static locus_status dispatch(op_run *run, locus_device *device,
+                             const locus__op_cost *cost, backend_call call,
+                             void *args, locus_record *out)
+{
+    locus_status status = choose_device(run, device, cost);
+    uint64_t failed = 0;
+    while (status == LOCUS_SUCCESS) {
+        status = begin_run(run, locus__op_name(cost->op));
+        if (status == LOCUS_SUCCESS) {
+            status = call(run, args);
+            end_run(run, status, out);
+        }
+        if (status == LOCUS_SUCCESS || !worth_another_device(status))
+            return status;
+        const locus_device *broken = run->choice.device;
+        /* The whole detail (a build log can be long), kept last. */
+        char why[2048];
+        snprintf(why, sizeof why, "%s", locus_last_error());
+        if (locus__calibrating())
+            return status; /* a failed measurement, not a failed op */
+        if (run->context->config.strict)
+            return locus__fail(status,
+                               "%s failed on %s, and LOCUS_STRICT=1 forbids "
+                               "running it elsewhere: %s",
+                               locus__op_name(cost->op), broken->info.selector,
+                               why);
+        failed |= UINT64_C(1) << broken->ordinal;
+        if (!locus__sched_fallback(run->context, cost, failed, &run->choice))
+            return locus__fail(status,
+                               "%s failed on %s (%s), and no other device "
+                               "offers it",
+                               locus__op_name(cost->op), broken->info.selector,
+                               why);
+        locus__log(run->context, LOCUS_LOG_WARN,
+                   "%s failed on %s (%s); running it on %s instead",
+                   locus__op_name(cost->op), broken->info.selector, why,
+                   run->choice.device->info.selector);
+        locus__clear_error();
+        status = LOCUS_SUCCESS;
+    }
+    return status;
 }
 
 static locus_status check_record(const locus_record *record)
@@ -319,6 +387,22 @@ static locus_status upgrade_reduce_desc(const locus_reduce_desc *given,
     memcpy(full, given, known);
     full->struct_size = sizeof *full;
     return LOCUS_SUCCESS;
+}
+
+typedef struct reduce_args {
+    const locus_reduce_desc *desc;
+    double value;
+} reduce_args;
+
+static locus_status call_reduce(op_run *run, void *opaque)
+{
+    reduce_args *args = opaque;
+    run->record.flops = (double)args->desc->count;
+    run->record.bytes = args->desc->count * FLOAT_BYTES;
+    locus__backend_slot *slot = run->device->backend;
+    return slot->table->reduce(slot->state, run->device->index_in_backend,
+                               args->desc, run->operands[0].memory,
+                               &args->value, &run->op);
 }
 
 LOCUS_API locus_status locus_reduce(locus_context *context,
@@ -363,38 +447,40 @@ LOCUS_API locus_status locus_reduce(locus_context *context,
     run.operands[0] = (operand){x, LOCUS__READ, NULL};
     run.operand_count = 1;
     locus_buffer *inputs[] = {x};
-    locus__op_cost cost = {LOCUS__OP_REDUCE, (double)desc->count, (double)bytes,
-                           inputs, 1};
-    status = choose_device(&run, device, &cost);
+    locus__op_cost cost = {
+        LOCUS__OP_REDUCE, (double)desc->count, (double)bytes, inputs, 1, 0};
+    reduce_args args = {desc, NAN};
+    status = dispatch(&run, device, &cost, call_reduce, &args, record);
     if (status == LOCUS_SUCCESS)
-        status = begin_run(&run, "reduce");
-    if (status != LOCUS_SUCCESS)
-        return status;
-    run.record.flops = (double)desc->count;
-    run.record.bytes = bytes;
-    double value = NAN;
-    locus__backend_slot *slot = run.device->backend;
-    status = slot->table->reduce(slot->state, run.device->index_in_backend,
-                                 desc, run.operands[0].memory, &value, &run.op);
-    end_run(&run, status, record);
-    if (status == LOCUS_SUCCESS)
-        *result = value;
+        *result = args.value;
     return status;
 }
 
-LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
-                                  const locus_gemm_desc *desc, locus_buffer *a,
-                                  locus_buffer *b, locus_buffer *c,
-                                  locus_record *record)
+typedef struct gemm_args {
+    const locus_gemm_desc *desc; /* leading dimensions resolved */
+    double flops, bytes;
+} gemm_args;
+
+static locus_status call_gemm(op_run *run, void *opaque)
 {
-    locus__clear_error();
-    if (!context || !desc || !a || !b || !c)
-        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
-                           !context ? "context"
-                           : !desc  ? "desc"
-                           : !a     ? "a"
-                           : !b     ? "b"
-                                    : "c");
+    const gemm_args *args = opaque;
+    run->record.flops = args->flops;
+    run->record.bytes = (uint64_t)args->bytes;
+    locus__backend_slot *slot = run->device->backend;
+    return slot->table->gemm(slot->state, run->device->index_in_backend,
+                             args->desc, run->operands[0].memory,
+                             run->operands[1].memory, run->operands[2].memory,
+                             &run->op);
+}
+
+locus_status locus__gemm_check(locus_context *context, locus_device *device,
+                               const locus_gemm_desc *desc,
+                               const locus_buffer *a, const locus_buffer *b,
+                               const locus_buffer *c,
+                               const locus_record *record,
+                               locus_gemm_desc *resolved, size_t *mn,
+                               size_t *mnk)
+{
     locus_status status =
         check_struct(desc->struct_size, sizeof *desc, "locus_gemm_desc");
     if (status == LOCUS_SUCCESS)
@@ -416,26 +502,45 @@ LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
         desc->math != LOCUS_MATH_3XTF32)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "gemm math mode %d is unknown", (int)desc->math);
-    size_t flops_mn, flops;
-    status = checked_mul(desc->m, desc->n, &flops_mn, "gemm m * n");
+    status = checked_mul(desc->m, desc->n, mn, "gemm m * n");
     if (status == LOCUS_SUCCESS)
-        status = checked_mul(flops_mn, desc->k, &flops, "gemm m * n * k");
+        status = checked_mul(*mn, desc->k, mnk, "gemm m * n * k");
     if (status != LOCUS_SUCCESS)
         return status;
 
-    locus_gemm_desc resolved = *desc;
+    *resolved = *desc;
     size_t a_rows = desc->trans_a ? desc->k : desc->m;
     size_t a_cols = desc->trans_a ? desc->m : desc->k;
     size_t b_rows = desc->trans_b ? desc->n : desc->k;
     size_t b_cols = desc->trans_b ? desc->k : desc->n;
-    resolved.lda = desc->lda ? desc->lda : a_cols;
-    resolved.ldb = desc->ldb ? desc->ldb : b_cols;
-    resolved.ldc = desc->ldc ? desc->ldc : desc->n;
-    status = check_matrix("a", a_rows, a_cols, resolved.lda, a);
+    resolved->lda = desc->lda ? desc->lda : a_cols;
+    resolved->ldb = desc->ldb ? desc->ldb : b_cols;
+    resolved->ldc = desc->ldc ? desc->ldc : desc->n;
+    status = check_matrix("a", a_rows, a_cols, resolved->lda, a);
     if (status == LOCUS_SUCCESS)
-        status = check_matrix("b", b_rows, b_cols, resolved.ldb, b);
+        status = check_matrix("b", b_rows, b_cols, resolved->ldb, b);
     if (status == LOCUS_SUCCESS)
-        status = check_matrix("c", desc->m, desc->n, resolved.ldc, c);
+        status = check_matrix("c", desc->m, desc->n, resolved->ldc, c);
+    return status;
+}
+
+LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
+                                  const locus_gemm_desc *desc, locus_buffer *a,
+                                  locus_buffer *b, locus_buffer *c,
+                                  locus_record *record)
+{
+    locus__clear_error();
+    if (!context || !desc || !a || !b || !c)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !context ? "context"
+                           : !desc  ? "desc"
+                           : !a     ? "a"
+                           : !b     ? "b"
+                                    : "c");
+    locus_gemm_desc resolved;
+    size_t flops_mn, flops;
+    locus_status status = locus__gemm_check(
+        context, device, desc, a, b, c, record, &resolved, &flops_mn, &flops);
     if (status != LOCUS_SUCCESS)
         return status;
 
@@ -458,22 +563,11 @@ LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
         ((double)desc->m * (double)desc->k + (double)desc->k * (double)desc->n +
          (c_write_only ? 1.0 : 2.0) * (double)desc->m * (double)desc->n);
     locus_buffer *inputs[] = {a, b, c};
-    locus__op_cost cost = {LOCUS__OP_GEMM, 2.0 * (double)flops, bytes, inputs,
-                           c_write_only ? 2u : 3u};
-    status = choose_device(&run, device, &cost);
-    if (status == LOCUS_SUCCESS)
-        status = begin_run(&run, "gemm");
-    if (status != LOCUS_SUCCESS)
-        return status;
-    run.record.flops = 2.0 * (double)flops;
-    run.record.bytes = (uint64_t)bytes;
-    locus__backend_slot *slot = run.device->backend;
-    status =
-        slot->table->gemm(slot->state, run.device->index_in_backend, &resolved,
-                          run.operands[0].memory, run.operands[1].memory,
-                          run.operands[2].memory, &run.op);
-    end_run(&run, status, record);
-    return status;
+    locus__op_cost cost = {
+        LOCUS__OP_GEMM, 2.0 * (double)flops,    bytes,
+        inputs,         c_write_only ? 2u : 3u, (double)flops_mn * FLOAT_BYTES};
+    gemm_args args = {&resolved, cost.flops, bytes};
+    return dispatch(&run, device, &cost, call_gemm, &args, record);
 }
 
 LOCUS_API locus_status locus_conv2d_output_shape(const locus_conv2d_desc *desc,
@@ -542,6 +636,23 @@ static locus_status check_tensor(const char *name, size_t bytes,
                            "conv2d %s needs %zu bytes but its buffer has %zu",
                            name, bytes, buffer->bytes);
     return LOCUS_SUCCESS;
+}
+
+typedef struct conv_args {
+    const locus_conv2d_desc *desc;
+    double flops, bytes;
+} conv_args;
+
+static locus_status call_conv(op_run *run, void *opaque)
+{
+    const conv_args *args = opaque;
+    run->record.flops = args->flops;
+    run->record.bytes = (uint64_t)args->bytes;
+    locus__backend_slot *slot = run->device->backend;
+    return slot->table->conv2d(slot->state, run->device->index_in_backend,
+                               args->desc, run->operands[0].memory,
+                               run->operands[1].memory, run->operands[2].memory,
+                               &run->op);
 }
 
 LOCUS_API locus_status locus_conv2d(locus_context *context,
@@ -615,19 +726,9 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
     double bytes =
         (double)input_bytes + (double)filter_bytes + (double)output_bytes;
     locus_buffer *inputs[] = {input, filter};
-    locus__op_cost cost = {LOCUS__OP_CONV2D, 2.0 * (double)macs, bytes, inputs,
-                           2};
-    status = choose_device(&run, device, &cost);
-    if (status == LOCUS_SUCCESS)
-        status = begin_run(&run, "conv2d");
-    if (status != LOCUS_SUCCESS)
-        return status;
-    run.record.flops = 2.0 * (double)macs;
-    run.record.bytes = (uint64_t)bytes;
-    locus__backend_slot *slot = run.device->backend;
-    status = slot->table->conv2d(
-        slot->state, run.device->index_in_backend, desc, run.operands[0].memory,
-        run.operands[1].memory, run.operands[2].memory, &run.op);
-    end_run(&run, status, record);
-    return status;
+    locus__op_cost cost = {
+        LOCUS__OP_CONV2D,    2.0 * (double)macs, bytes, inputs, 2,
+        (double)output_bytes};
+    conv_args args = {desc, cost.flops, bytes};
+    return dispatch(&run, device, &cost, call_conv, &args, record);
 }

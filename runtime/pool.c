@@ -343,6 +343,25 @@ locus_status locus__pool_run(locus__pool *pool, int node_os_index,
     return LOCUS_SUCCESS;
 }
 
+locus_status locus__pool_run_here(locus__pool *pool, int node_os_index,
+                                  locus_worker_fn fn, void *arg)
+{
+    int first, count;
+    node_range(pool, node_os_index, &first, &count);
+    if (count == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "no worker runs on NUMA node %d", node_os_index);
+    /* Each rank runs as its worker would, so that its reads are counted
+     * for that worker (and a nested submission runs inline). */
+    int caller = current_worker;
+    for (int rank = 0; rank < count; rank++) {
+        current_worker = caller >= 0 ? caller : first + rank;
+        fn(arg, rank, count);
+    }
+    current_worker = caller;
+    return LOCUS_SUCCESS;
+}
+
 void locus__pool_split(size_t total, size_t align, int rank, int ranks,
                        size_t *begin, size_t *end)
 {

@@ -31,6 +31,11 @@ const locus__worker_info *locus__pool_worker(const locus__pool *pool,
 /* Workers of one OS node (-1: all). */
 int locus__pool_count_on(const locus__pool *pool, int node_os_index);
 /* Runs fn(arg, rank, ranks) on every worker of the set and waits. */
+/* Runs every rank of the job in turn on the calling thread, with the same
+ * split as locus__pool_run (so the same result, bit for bit): for jobs too
+ * small to be worth waking the workers. */
+locus_status locus__pool_run_here(locus__pool *pool, int node_os_index,
+                                  locus_worker_fn fn, void *arg);
 locus_status locus__pool_run(locus__pool *pool, int node_os_index,
                              locus_worker_fn fn, void *arg);
 void locus__pool_split(size_t total, size_t align, int rank, int ranks,

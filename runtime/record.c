@@ -77,14 +77,47 @@ size_t locus_record_to_json(const locus_record *record, char *text,
         record->bytes_to_device, record->bytes_from_device,
         record->workspace_bytes, record->local_bytes, record->remote_bytes,
         locus_provenance_str(record->provenance));
-    return length < 0 ? 0 : (size_t)length;
+    if (length < 0)
+        return 0;
+    if (record->struct_size < sizeof *record)
+        return (size_t)length;
+    /* The choice: appended inside the object, in place of its '}'. */
+    size_t used = (size_t)length - 1;
+    used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0,
+                             ",\"chosen_by\":\"%s\",\"estimated_seconds\":%.9g,"
+                             "\"estimates\":[",
+                             record->chosen_by, record->estimated_seconds);
+    size_t count = record->estimate_count < LOCUS_RECORD_MAX_ESTIMATES
+                       ? record->estimate_count
+                       : LOCUS_RECORD_MAX_ESTIMATES;
+    for (size_t i = 0; i < count; i++) {
+        char name[80];
+        n = json_string(name, sizeof name, record->estimates[i].device);
+        name[n < sizeof name ? n : sizeof name - 1] = '\0';
+        used +=
+            (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0,
+                             "%s{\"device\":%s,\"seconds\":%.9g}", i ? "," : "",
+                             name, record->estimates[i].seconds);
+    }
+    used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0, "]}");
+    return used;
+}
+
+static _Thread_local bool recording_paused;
+
+void locus__record_pause(bool paused)
+{
+    recording_paused = paused;
 }
 
 void locus__record_append(locus_context *context, const locus_record *record)
 {
-    if (!context->record_file)
+    if (!context->record_file || recording_paused)
         return;
-    char line[1024];
+    char line[2048];
     size_t length = locus_record_to_json(record, line, sizeof line);
     if (length >= sizeof line)
         return;

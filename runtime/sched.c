@@ -2,31 +2,21 @@
 
 #include <string.h>
 
+#include "calibration.h"
 #include "device.h"
 #include "status.h"
 
-/* Nominal rates until calibration measures them (a later issue): modest
- * figures for each kind of device, so that the order of the choices is right
- * for the usual cases: a small op stays on the host, a large matmul goes to
- * a GPU, and data already on a device weighs toward it. */
-typedef struct nominal_rates {
-    double flops_per_second_per_unit;
-    double bytes_per_second;
-    double launch_seconds;
-    double link_bytes_per_second; /* host <-> device; 0: host memory */
-} nominal_rates;
-
-static nominal_rates rates_of(const locus_device *device)
+const char *locus__op_name(locus__op_kind op)
 {
-    bool is_cuda = strcmp(device->backend->name, "cuda") == 0;
-    bool is_cpu_backend = device->backend->table->host_memory != 0;
-    if (is_cpu_backend)
-        return (nominal_rates){8e9, 10e9, 5e-6, 0};
-    if (device->info.kind == LOCUS_DEVICE_GPU)
-        return (nominal_rates){is_cuda ? 128e9 : 64e9, 1e12,
-                               is_cuda ? 10e-6 : 30e-6, 12e9};
-    /* An OpenCL CPU device shares the cores with our workers. */
-    return (nominal_rates){4e9, 10e9, 50e-6, 10e9};
+    switch (op) {
+    case LOCUS__OP_REDUCE:
+        return "reduce";
+    case LOCUS__OP_GEMM:
+        return "gemm";
+    case LOCUS__OP_CONV2D:
+        return "conv2d";
+    }
+    return "op";
 }
 
 bool locus__device_offers(const locus_device *device, locus__op_kind op)
@@ -43,69 +33,231 @@ bool locus__device_offers(const locus_device *device, locus__op_kind op)
     return false;
 }
 
-static double stale_input_bytes(const locus_device *device,
-                                const locus__op_cost *cost)
+static uint64_t copy_bit(const locus_device *device)
 {
-    uint64_t bit = device->backend->table->host_memory
-                       ? LOCUS__HOST_COPY
-                       : UINT64_C(1) << (device->ordinal + 1);
+    return device->backend->table->host_memory
+               ? LOCUS__HOST_COPY
+               : UINT64_C(1) << (device->ordinal + 1);
+}
+
+/* Bytes of the inputs whose copy on the device is stale, and whether any
+ * input is current there already. */
+static double stale_input_bytes(const locus_device *device,
+                                const locus__op_cost *cost, bool *any_current)
+{
+    uint64_t bit = copy_bit(device);
     double bytes = 0;
+    *any_current = false;
     for (size_t i = 0; i < cost->input_count; i++) {
         locus_buffer *buffer = cost->inputs[i];
         pthread_mutex_lock(&buffer->state_lock);
-        if (!(buffer->valid & bit))
+        if (buffer->valid & bit)
+            *any_current = true;
+        else
             bytes += (double)buffer->bytes;
         pthread_mutex_unlock(&buffer->state_lock);
     }
     return bytes;
 }
 
-static double estimate_seconds(const locus_device *device,
-                               const locus__op_cost *cost)
+/* The device whose copy of a buffer is current when the host's is not. */
+static locus_device *holder_of(locus_context *context, uint64_t valid)
 {
-    nominal_rates rates = rates_of(device);
-    int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
-    double compute = cost->flops / (rates.flops_per_second_per_unit * units);
-    double memory = cost->bytes / rates.bytes_per_second;
-    double transfer = 0;
-    double stale = stale_input_bytes(device, cost);
-    if (rates.link_bytes_per_second > 0)
-        transfer = stale / rates.link_bytes_per_second;
-    return rates.launch_seconds + (compute > memory ? compute : memory) +
-           transfer;
+    for (size_t d = 0; d < context->device_count; d++) {
+        locus_device *device = &context->devices[d];
+        if (!device->backend->table->host_memory && (valid & copy_bit(device)))
+            return device;
+    }
+    return NULL;
+}
+
+/* What bringing the stale inputs to the device costs: a copy down from the
+ * device that holds one (when the host's copy is stale too), then a copy up
+ * unless the device computes on host memory; each copy also pays its
+ * device's latency (its launch time), which dominates small buffers. */
+static double transfer_seconds(locus_context *context, locus_device *device,
+                               const locus__op_cost *cost,
+                               const locus__rates *rates, bool *any_current)
+{
+    uint64_t bit = copy_bit(device);
+    bool to_device = !device->backend->table->host_memory;
+    double seconds = 0;
+    *any_current = false;
+    for (size_t i = 0; i < cost->input_count; i++) {
+        locus_buffer *buffer = cost->inputs[i];
+        pthread_mutex_lock(&buffer->state_lock);
+        uint64_t valid = buffer->valid;
+        pthread_mutex_unlock(&buffer->state_lock);
+        if (valid & bit) {
+            *any_current = true;
+            continue;
+        }
+        double bytes = (double)buffer->bytes;
+        if (!(valid & LOCUS__HOST_COPY)) {
+            locus_device *holder = holder_of(context, valid);
+            if (holder) {
+                const locus__rates *from = locus__device_rates(context, holder);
+                if (from->download_bytes > 0)
+                    seconds +=
+                        from->launch_seconds + bytes / from->download_bytes;
+            }
+        }
+        if (to_device && rates->upload_pageable_bytes > 0)
+            seconds +=
+                rates->launch_seconds + bytes / rates->upload_pageable_bytes;
+    }
+    return seconds;
+}
+
+/* launch + max(compute, memory) + copies in of stale inputs, + the copy
+ * out of the result when every input came from the host: data that starts
+ * on the host goes back there, and a device must earn that trip too. */
+double locus__sched_estimate(locus_context *context, locus_device *device,
+                             const locus__op_cost *cost)
+{
+    const locus__rates *rates = locus__device_rates(context, device);
+    double memory = cost->bytes / rates->reduce_bytes;
+    double compute = 0;
+    switch (cost->op) {
+    case LOCUS__OP_REDUCE:
+        compute = rates->launch_seconds + memory;
+        break;
+    case LOCUS__OP_GEMM:
+        compute = rates->gemm_fixed_seconds + cost->flops / rates->gemm_flops;
+        break;
+    case LOCUS__OP_CONV2D:
+        compute = rates->conv_fixed_seconds + cost->flops / rates->conv_flops;
+        break;
+    }
+    double floor = rates->launch_seconds + memory;
+    double seconds = compute > floor ? compute : floor;
+    bool any_current;
+    seconds += transfer_seconds(context, device, cost, rates, &any_current);
+    if (!device->backend->table->host_memory && !any_current &&
+        rates->download_bytes > 0 && cost->output_bytes > 0)
+        seconds +=
+            rates->launch_seconds + cost->output_bytes / rates->download_bytes;
+    return seconds;
 }
 
 double locus__sched_rate(locus_context *context, locus_device *device,
                          locus__op_kind op)
 {
-    (void)context;
-    (void)op;
-    nominal_rates rates = rates_of(device);
-    int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
-    return rates.flops_per_second_per_unit * units;
+    const locus__rates *rates = locus__device_rates(context, device);
+    switch (op) {
+    case LOCUS__OP_GEMM:
+        return rates->gemm_flops;
+    case LOCUS__OP_CONV2D:
+        return rates->conv_flops;
+    case LOCUS__OP_REDUCE:
+        return rates->reduce_bytes / 4; /* one add per float read */
+    }
+    return 0;
 }
 
-static locus_device *cheapest(locus_context *context,
-                              const locus__op_cost *cost)
+static bool same_kind(const locus_device *a, const locus_device *b)
 {
-    locus_device *best = NULL;
-    double best_seconds = 0;
+    return a->backend == b->backend && a->info.kind == b->info.kind &&
+           a->info.compute_units == b->info.compute_units &&
+           strcmp(a->info.name, b->info.name) == 0;
+}
+
+/* Under an MPI launcher, ranks on one machine would all pick the same
+ * cheapest GPU; among devices of the same kind that the model finds as
+ * good as the cheapest (within 5%: no data of this op lives on one but not
+ * the others), local rank r takes the r-th, modulo their number. */
+static size_t spread_over_ranks(const locus_context *context,
+                                locus_device *const *order,
+                                const double *seconds, size_t count)
+{
+    /* As read once at context creation (ignore_environment honoured). */
+    int rank = context->local_rank.launcher.rank;
+    int size = context->local_rank.launcher.size;
+    if (rank < 0 || size < 2)
+        return 0;
+    size_t equals[LOCUS__MAX_DEVICES], n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (same_kind(order[0], order[i]) && seconds[i] <= 1.05 * seconds[0])
+            equals[n++] = i;
+    return equals[(size_t)rank % n];
+}
+
+/* Every device that offers the op and is not excluded, estimated, cheapest
+ * first; the first LOCUS_RECORD_MAX_ESTIMATES kept in the choice. */
+static locus_device *rank_devices(locus_context *context,
+                                  const locus__op_cost *cost, uint64_t excluded,
+                                  locus__choice *out)
+{
+    locus_device *order[LOCUS__MAX_DEVICES];
+    double seconds[LOCUS__MAX_DEVICES];
+    size_t count = 0;
     for (size_t d = 0; d < context->device_count; d++) {
         locus_device *device = &context->devices[d];
-        if (!locus__device_offers(device, cost->op))
+        /* A NUMA node's CPU device with no worker of this process (the
+         * pool was narrowed by taskset or an MPI launcher) cannot run. */
+        if (!locus__device_offers(device, cost->op) ||
+            device->info.compute_units <= 0 ||
+            (excluded & (UINT64_C(1) << device->ordinal)))
             continue;
-        double seconds = estimate_seconds(device, cost);
-        if (!best || seconds < best_seconds) {
-            best = device;
-            best_seconds = seconds;
+        double estimate = locus__sched_estimate(context, device, cost);
+        size_t at = count++;
+        for (; at > 0 && seconds[at - 1] > estimate; at--) {
+            order[at] = order[at - 1];
+            seconds[at] = seconds[at - 1];
         }
+        order[at] = device;
+        seconds[at] = estimate;
     }
-    return best;
+    out->estimate_count =
+        count < LOCUS_RECORD_MAX_ESTIMATES ? count : LOCUS_RECORD_MAX_ESTIMATES;
+    for (size_t i = 0; i < out->estimate_count; i++) {
+        snprintf(out->estimates[i].device, sizeof out->estimates[i].device,
+                 "%s", order[i]->info.selector);
+        out->estimates[i].seconds = seconds[i];
+    }
+    size_t pick = count ? spread_over_ranks(context, order, seconds, count) : 0;
+    out->device = count ? order[pick] : NULL;
+    out->estimated_seconds = count ? seconds[pick] : 0;
+    return out->device;
+}
+
+/* One line at LOCUS_LOG=info that says why: the op, the estimates, and how
+ * much of the input would have to move. */
+static void explain(locus_context *context, const locus__op_cost *cost,
+                    const locus__choice *choice)
+{
+    if (context->config.log_level < LOCUS_LOG_INFO)
+        return;
+    char others[512] = "";
+    size_t used = 0;
+    for (size_t i = 1; i < choice->estimate_count && used < sizeof others;
+         i++) {
+        int n = snprintf(others + used, sizeof others - used, "%s%s %.3g ms",
+                         i > 1 ? ", " : "; ", choice->estimates[i].device,
+                         choice->estimates[i].seconds * 1e3);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    bool any_current;
+    double stale = stale_input_bytes(choice->device, cost, &any_current);
+    locus__log(context, LOCUS_LOG_INFO,
+               "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s; "
+               "%.3g MB of inputs to copy there",
+               choice->chosen_by, locus__op_name(cost->op), cost->flops * 1e-9,
+               cost->bytes * 1e-6, choice->device->info.selector,
+               choice->device->backend->table->host_memory
+                   ? "host memory"
+                   : (any_current ? "data there" : "data on host"),
+               choice->estimated_seconds * 1e3, others,
+               choice->device->backend->table->host_memory ? 0.0
+                                                           : stale * 1e-6);
 }
 
 locus_status locus__sched_choose(locus_context *context,
-                                 const locus__op_cost *cost, locus_device **out)
+                                 const locus__op_cost *cost, locus__choice *out)
 {
+    memset(out, 0, sizeof *out);
     const locus__selector_list *list = &context->config.device;
     bool any_auto = false;
     for (size_t i = 0; i < list->count; i++) {
@@ -115,7 +267,8 @@ locus_status locus__sched_choose(locus_context *context,
         }
         locus_device *device = locus__device_match(context, &list->items[i]);
         if (device && locus__device_offers(device, cost->op)) {
-            *out = device;
+            out->device = device;
+            out->chosen_by = "LOCUS_DEVICE";
             return LOCUS_SUCCESS;
         }
     }
@@ -131,21 +284,48 @@ locus_status locus__sched_choose(locus_context *context,
                    "this op; choosing automatically",
                    raw ? raw : "");
     }
-    locus_device *device = cheapest(context, cost);
-    if (!device)
+    if (!rank_devices(context, cost, 0, out))
         return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "no available device offers this op");
-    *out = device;
+                           "no available device offers %s",
+                           locus__op_name(cost->op));
+    out->chosen_by = "auto";
+    explain(context, cost, out);
     return LOCUS_SUCCESS;
+}
+
+bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
+                           uint64_t failed_mask, locus__choice *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!rank_devices(context, cost, failed_mask, out))
+        return false;
+    out->chosen_by = "fallback";
+    explain(context, cost, out);
+    return true;
 }
 
 locus_device *locus__sched_default_device(locus_context *context)
 {
-    /* A 2048^3 gemm with its inputs on the host. */
-    locus__op_cost cost = {LOCUS__OP_GEMM, 2.0 * 2048 * 2048 * 2048,
-                           3.0 * 4 * 2048 * 2048, NULL, 0};
-    locus_device *device = cheapest(context, &cost);
-    if (!device && context->device_count > 0)
-        device = &context->devices[0];
-    return device;
+    /* A 2048^3 gemm with its inputs on the host, by nominal figures: naming
+     * the default must not set off a calibration. */
+    locus_device *best = NULL;
+    double best_seconds = 0;
+    double flops = 2.0 * 2048 * 2048 * 2048, bytes = 3.0 * 4 * 2048 * 2048;
+    for (size_t d = 0; d < context->device_count; d++) {
+        locus_device *device = &context->devices[d];
+        if (!locus__device_offers(device, LOCUS__OP_GEMM))
+            continue;
+        locus__rates rates;
+        locus__nominal_rates(device, &rates);
+        double seconds = rates.gemm_fixed_seconds + flops / rates.gemm_flops;
+        if (!device->backend->table->host_memory)
+            seconds += bytes / rates.upload_pageable_bytes;
+        if (!best || seconds < best_seconds) {
+            best = device;
+            best_seconds = seconds;
+        }
+    }
+    if (!best && context->device_count > 0)
+        best = &context->devices[0];
+    return best;
 }

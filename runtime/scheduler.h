@@ -1,4 +1,4 @@
-/* Device choice for ops given no device. */
+/* Device choice for ops given no device, and the fallback after a failure. */
 #ifndef LOCUS_RUNTIME_SCHED_H
 #define LOCUS_RUNTIME_SCHED_H
 
@@ -11,25 +11,44 @@ typedef enum locus__op_kind {
     LOCUS__OP_CONV2D,
 } locus__op_kind;
 
+const char *locus__op_name(locus__op_kind op);
 bool locus__device_offers(const locus_device *device, locus__op_kind op);
 
 /* What one op asks of a device, for the cost model. */
 typedef struct locus__op_cost {
     locus__op_kind op;
     double flops;
-    double bytes;
+    double bytes;                /* the fewest bytes the op moves */
     locus_buffer *const *inputs; /* buffers the op reads */
     size_t input_count;
+    double output_bytes; /* what returns to the host when the data came
+                            from there */
 } locus__op_cost;
+
+/* A device and why: what the record carries. */
+typedef struct locus__choice {
+    locus_device *device;
+    const char *chosen_by; /* "caller", "LOCUS_DEVICE", "auto", "fallback" */
+    double estimated_seconds;
+    size_t estimate_count; /* cheapest first */
+    locus_estimate estimates[LOCUS_RECORD_MAX_ESTIMATES];
+} locus__choice;
 
 /* The device an op without one runs on: the first LOCUS_DEVICE item that
  * matches a device offering the op, else (or for `auto`) the cheapest by the
  * cost model. With LOCUS_STRICT=1 an unmatched item is an error. */
 locus_status locus__sched_choose(locus_context *context,
                                  const locus__op_cost *cost,
-                                 locus_device **out);
+                                 locus__choice *out);
+/* After the devices in failed_mask (bits by ordinal) failed the op: the
+ * cheapest other device offering it, or false when there is none. */
+bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
+                           uint64_t failed_mask, locus__choice *out);
+/* The model's estimate of the op on one device. */
+double locus__sched_estimate(locus_context *context, locus_device *device,
+                             const locus__op_cost *cost);
 /* The rate, in flop/s, at which a device runs an op of this kind at large
- * sizes: the calibrated figure once calibration has run, else a nominal
+ * sizes: the calibrated figure (calibrating at first need), else a nominal
  * one. The multi-device split weighs its row blocks by it. */
 double locus__sched_rate(locus_context *context, locus_device *device,
                          locus__op_kind op);

@@ -45,6 +45,13 @@ static locus_status service_run(void *runtime, int node, locus_worker_fn fn,
     return locus__pool_run(context->pool, node, fn, arg);
 }
 
+static locus_status service_run_here(void *runtime, int node,
+                                     locus_worker_fn fn, void *arg)
+{
+    locus_context *context = runtime;
+    return locus__pool_run_here(context->pool, node, fn, arg);
+}
+
 static void service_account_read(locus_op_context *op, const void *memory,
                                  size_t bytes)
 {
@@ -149,6 +156,7 @@ void locus__services_fill(locus_services *services)
     services->fail = service_fail;
     services->worker_count = service_worker_count;
     services->run = service_run;
+    services->run_here = service_run_here;
     services->split = locus__pool_split;
     services->account_read = service_account_read;
     services->numa_node_count = service_numa_node_count;

@@ -6,12 +6,14 @@
 # installed here: the test fetches linux-image-amd64 with `apt-get download`
 # into the build directory. clang (with libFuzzer in libclang-rt-dev) and
 # valgrind are for CI's fuzz and valgrind stages (docs/RELIABILITY.md).
+# openmpi-bin and libopenmpi-dev build the MPI examples and run the mpi
+# suite (docs/MPI.md).
 set -eu
 packages="build-essential meson ninja-build pkg-config python3
   libhwloc-dev hwloc libnuma-dev numactl
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   clang-format qemu-system-x86 busybox-static libopenblas-dev libdnnl-dev
-  clang libclang-rt-dev valgrind"
+  clang libclang-rt-dev valgrind openmpi-bin libopenmpi-dev"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

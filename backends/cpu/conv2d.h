@@ -22,6 +22,18 @@ typedef struct locus__conv_problem {
     locus_op_context *op;
 } locus__conv_problem;
 
+/* Whether the whole conv is small enough to run on the calling thread
+ * (LOCUS__CPU_INLINE_FLOPS). */
+static inline int locus__conv_is_tiny(const locus__conv_problem *problem)
+{
+    const locus__conv_shape *s = &problem->shape;
+    double flops = 2.0 * (double)problem->batch *
+                   (double)problem->out_channels * (double)s->out_h *
+                   (double)s->out_w * (double)s->channels *
+                   (double)s->kernel_h * (double)s->kernel_w;
+    return flops < LOCUS__CPU_INLINE_FLOPS;
+}
+
 /* Bytes of workspace im2col allocates for the problem; 0 (false)
  * when the count overflows. */
 int locus__cpu_im2col_workspace(const locus__conv_problem *problem,

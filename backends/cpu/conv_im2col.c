@@ -188,8 +188,8 @@ locus_status locus__cpu_conv2d_im2col(const locus__conv_problem *problem)
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
-    locus_status status =
-        services->run(s->runtime, problem->node, conv_worker, &job);
+    locus_status status = locus__cpu_run(
+        s, problem->node, locus__conv_is_tiny(problem), conv_worker, &job);
 
     services->host_free(s->runtime, workspace, job.plan.bytes);
     return status;

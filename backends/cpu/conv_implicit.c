@@ -452,7 +452,8 @@ locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
-    status = services->run(s->runtime, problem->node, compute_worker, &job);
+    status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
+                            compute_worker, &job);
     locus__gemm_workspace_release(services, s->runtime, &buffers);
     return status;
 }

@@ -34,6 +34,23 @@ typedef struct locus__cpu_state {
 locus_status locus__cpu_device_workers(const locus__cpu_state *state,
                                        size_t device, int *node, int *workers);
 
+/* About what one core does in the time it takes to wake the workers (tens
+ * of microseconds): a job smaller than this runs on the calling thread
+ * (services->run_here, the same split and result), which makes a tiny op
+ * cost microseconds instead of a pool round trip. */
+#define LOCUS__CPU_INLINE_FLOPS 1.0e6
+#define LOCUS__CPU_INLINE_BYTES ((size_t)256 << 10)
+
+/* services->run, or run_here for a tiny job. */
+static inline locus_status locus__cpu_run(const locus__cpu_state *state,
+                                          int node, int tiny,
+                                          locus_worker_fn fn, void *arg)
+{
+    const locus_services *services = state->services;
+    return (tiny ? services->run_here : services->run)(state->runtime, node, fn,
+                                                       arg);
+}
+
 /* Copies text into the record's algorithm field (record may be NULL). */
 void locus__cpu_set_algorithm(locus_op_context *op, const char *algorithm);
 

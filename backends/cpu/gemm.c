@@ -384,8 +384,12 @@ locus_status locus__cpu_gemm(void *state, size_t device,
     locus__cpu_set_algorithm(op, s->isa.sgemm_name);
     if (g.m == 0 || g.n == 0)
         return LOCUS_SUCCESS;
+    int tiny =
+        2.0 * (double)g.m * (double)g.n * (double)g.k < LOCUS__CPU_INLINE_FLOPS;
     if (g.alpha == 0.0f || g.k == 0)
-        return services->run(s->runtime, node, scale_worker, &job);
+        return locus__cpu_run(
+            s, node, (double)g.m * (double)g.n * 4 < LOCUS__CPU_INLINE_BYTES,
+            scale_worker, &job);
 
     locus__sgemm_blocking raw =
         locus__sgemm_blocking_for(&s->isa, services->cache_bytes(s->runtime, 1),
@@ -415,7 +419,7 @@ locus_status locus__cpu_gemm(void *state, size_t device,
 
     size_t phases = job.private_b ? 1 : job.n_blocks * job.k_blocks + 1;
     for (job.phase = 0; job.phase < phases; job.phase++) {
-        status = services->run(s->runtime, node, phase_worker, &job);
+        status = locus__cpu_run(s, node, tiny, phase_worker, &job);
         if (status != LOCUS_SUCCESS)
             break;
     }

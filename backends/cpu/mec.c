@@ -350,11 +350,13 @@ locus_status locus__cpu_conv2d_mec(const locus__conv_problem *problem)
     job.parts = workspace + job.plan.filter;
     if (job.plan.filter > 0) {
         job.permuted = workspace;
-        status = services->run(s->runtime, problem->node, permute_worker, &job);
+        status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
+                                permute_worker, &job);
         job.filter = job.permuted;
     }
     if (status == LOCUS_SUCCESS)
-        status = services->run(s->runtime, problem->node, mec_worker, &job);
+        status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
+                                mec_worker, &job);
 
     services->host_free(s->runtime, workspace, job.plan.bytes);
     return status;

@@ -144,7 +144,9 @@ locus_status locus__cpu_reduce(void *state, size_t device,
         return services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
                               "cannot allocate %d reduce partials", workers);
 
-    status = services->run(s->runtime, node, reduce_worker, &job);
+    status = locus__cpu_run(
+        s, node, desc->count * sizeof(float) < LOCUS__CPU_INLINE_BYTES,
+        reduce_worker, &job);
     if (status != LOCUS_SUCCESS)
         goto free_partials;
 

@@ -416,6 +416,7 @@ void locus__cuda_release(const cuda_state *state, size_t index)
     (void)cudaStreamDestroy(device->stream);
     (void)cudaGetLastError();
     device->result_host = NULL;
+    device->result_mapped = NULL;
     device->reduce_scratch = NULL;
     device->workspace = NULL;
     device->workspace_bytes = 0;
@@ -444,6 +445,8 @@ static const locus_backend cuda_backend = {
     .reduce = locus__cuda_reduce_op,
     .gemm = locus__cuda_gemm_op,
     .conv2d = locus__cuda_conv2d_op,
+    .pin = locus__cuda_pin,
+    .unpin = locus__cuda_unpin,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

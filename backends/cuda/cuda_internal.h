@@ -42,6 +42,7 @@ typedef struct cuda_device {
     int staging_failed;     /* no pinned memory: plain cudaMemcpy from now on */
     void *reduce_scratch;   /* device, locus__cuda_reduce_scratch_bytes */
     double *result_host;    /* pinned, the reduce result lands here */
+    double *result_mapped;  /* its device address; NULL: copy it instead */
     void *workspace;        /* device, grown as ops need, kept */
     size_t workspace_bytes; /* its size */
 } cuda_device;
@@ -95,6 +96,10 @@ locus_status locus__cuda_upload(void *state, size_t device, void *memory,
 locus_status locus__cuda_download(void *state, size_t device,
                                   const void *memory, void *host, size_t bytes,
                                   locus_op_context *op);
+/* Page-locks caller memory for every device (cudaHostRegister). */
+locus_status locus__cuda_pin(void *state, size_t device, void *host,
+                             size_t bytes);
+void locus__cuda_unpin(void *state, size_t device, void *host);
 
 /* The ops (cuda_ops.c, cuda_conv.c). */
 locus_status locus__cuda_reduce_op(void *state, size_t device,

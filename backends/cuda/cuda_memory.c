@@ -325,3 +325,33 @@ locus_status locus__cuda_download(void *opaque, size_t index,
         op->record->bytes_from_device += bytes;
     return status;
 }
+
+locus_status locus__cuda_pin(void *opaque, size_t index, void *host,
+                             size_t bytes)
+{
+    cuda_state *state = opaque;
+    cuda_device *device = NULL;
+    locus_status status = locus__cuda_begin(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    cudaError_t err = cudaHostRegister(host, bytes, cudaHostRegisterPortable);
+    locus__cuda_end(device);
+    if (err != cudaSuccess)
+        return state->services->fail(LOCUS_ERROR_BACKEND,
+                                     "cudaHostRegister of %zu bytes: %s", bytes,
+                                     cudaGetErrorString(err));
+    return LOCUS_SUCCESS;
+}
+
+void locus__cuda_unpin(void *opaque, size_t index, void *host)
+{
+    cuda_state *state = opaque;
+    cuda_device *device = NULL;
+    if (locus__cuda_begin(state, index, &device) != LOCUS_SUCCESS)
+        return;
+    cudaError_t err = cudaHostUnregister(host);
+    if (err != cudaSuccess)
+        state->services->log(state->runtime, LOCUS_LOG_WARN,
+                             "cudaHostUnregister: %s", cudaGetErrorString(err));
+    locus__cuda_end(device);
+}

@@ -111,7 +111,8 @@ template <int Op> __global__ void set_identity(double *result)
 template <int Op, bool Atomic>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(const float *__restrict__ x, size_t count, size_t prefix,
-                  double *partials, double *result, unsigned *counter)
+                  double *partials, double *result, unsigned *counter,
+                  double *mapped)
 {
     const float4 *vectors = reinterpret_cast<const float4 *>(x + prefix);
     const size_t vector_count = (count - prefix) / 4;
@@ -177,6 +178,8 @@ __global__ void __launch_bounds__(kThreads)
     total = block_reduce<Op>(total);
     if (threadIdx.x == 0) {
         *result = total;
+        if (mapped != nullptr)
+            *mapped = total;
         *counter = 0; /* ready for the next call */
     }
 }
@@ -184,7 +187,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int Op>
 cudaError_t launch(const float *x, size_t count, int atomic, int blocks,
                    double *partials, double *result, unsigned *counter,
-                   cudaStream_t stream)
+                   double *mapped, cudaStream_t stream)
 {
     const uintptr_t address = reinterpret_cast<uintptr_t>(x);
     size_t prefix = ((16 - address % 16) % 16) / sizeof(float);
@@ -200,10 +203,10 @@ cudaError_t launch(const float *x, size_t count, int atomic, int blocks,
     if (atomic) {
         set_identity<Op><<<1, 1, 0, stream>>>(result);
         reduce_kernel<Op, true><<<grid, kThreads, 0, stream>>>(
-            x, count, prefix, partials, result, counter);
+            x, count, prefix, partials, result, counter, nullptr);
     } else {
         reduce_kernel<Op, false><<<grid, kThreads, 0, stream>>>(
-            x, count, prefix, partials, result, counter);
+            x, count, prefix, partials, result, counter, mapped);
     }
     return cudaGetLastError();
 }
@@ -228,7 +231,7 @@ extern "C" size_t locus__cuda_reduce_scratch_bytes(int sms)
 
 extern "C" cudaError_t locus__cuda_reduce(const float *x, size_t count, int op,
                                           int atomic, int sms, void *scratch,
-                                          cudaStream_t stream)
+                                          double *mapped, cudaStream_t stream)
 {
     if (x == nullptr || scratch == nullptr || count == 0)
         return cudaErrorInvalidValue;
@@ -241,13 +244,13 @@ extern "C" cudaError_t locus__cuda_reduce(const float *x, size_t count, int op,
     switch (op) {
     case kSum:
         return launch<kSum>(x, count, atomic, blocks, partials, result, counter,
-                            stream);
+                            mapped, stream);
     case kMin:
         return launch<kMin>(x, count, atomic, blocks, partials, result, counter,
-                            stream);
+                            mapped, stream);
     case kMax:
         return launch<kMax>(x, count, atomic, blocks, partials, result, counter,
-                            stream);
+                            mapped, stream);
     }
     return cudaErrorInvalidValue;
 }

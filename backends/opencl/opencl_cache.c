@@ -55,6 +55,72 @@ int locus__opencl_cache_dir(char *dir, size_t size)
     return written > 0 && (size_t)written < size;
 }
 
+/* The header's checks: its magic, and a payload length that is not zero
+ * and accounts for the rest of the file exactly, so that a truncated or
+ * extended file is refused. header_bytes is how many of the header's bytes
+ * there are (fewer than HEADER_BYTES: refused), file_bytes the whole
+ * file's size. */
+static int check_header(const unsigned char *header, size_t header_bytes,
+                        uint64_t file_bytes, uint64_t *length, uint64_t *hash,
+                        char *why, size_t why_size)
+{
+    if (header_bytes < HEADER_BYTES) {
+        snprintf(why, why_size, "shorter than its %d-byte header",
+                 HEADER_BYTES);
+        return 0;
+    }
+    if (memcmp(header, MAGIC, 8) != 0) {
+        snprintf(why, why_size, "bad magic");
+        return 0;
+    }
+    memcpy(length, header + 8, sizeof *length);
+    memcpy(hash, header + 16, sizeof *hash);
+    /* A difference, taken once file_bytes >= HEADER_BYTES, where a sum
+     * could wrap. A length past SIZE_MAX cannot be allocated or addressed. */
+    if (file_bytes < HEADER_BYTES || *length != file_bytes - HEADER_BYTES ||
+        *length == 0 || (uint64_t)(size_t)*length != *length) {
+        snprintf(why, why_size,
+                 "size %llu does not match the header's payload of %llu "
+                 "bytes",
+                 (unsigned long long)file_bytes, (unsigned long long)*length);
+        return 0;
+    }
+    return 1;
+}
+
+static int check_payload(const unsigned char *payload, size_t bytes,
+                         uint64_t hash, char *why, size_t why_size)
+{
+    if (locus__opencl_hash(LOCUS_OPENCL_HASH_SEED, payload, bytes) != hash) {
+        snprintf(why, why_size, "payload hash does not match the header's");
+        return 0;
+    }
+    return 1;
+}
+
+cache_read_result locus__opencl_cache_parse(const unsigned char *file,
+                                            size_t file_bytes,
+                                            const unsigned char **payload,
+                                            size_t *payload_bytes, char *why,
+                                            size_t why_size)
+{
+    *payload = NULL;
+    *payload_bytes = 0;
+    uint64_t length = 0, hash = 0;
+    if (!check_header(file,
+                      file_bytes < HEADER_BYTES ? file_bytes : HEADER_BYTES,
+                      file_bytes, &length, &hash, why, why_size) ||
+        !check_payload(file + HEADER_BYTES, (size_t)length, hash, why,
+                       why_size))
+        return CACHE_DAMAGED;
+    *payload = file + HEADER_BYTES;
+    *payload_bytes = (size_t)length;
+    return CACHE_VALID;
+}
+
+/* The same checks as locus__opencl_cache_parse, on a file: the header
+ * first, so that a file that is not a cache file, however large, is
+ * refused without reading it all. */
 cache_read_result locus__opencl_cache_read(const char *path,
                                            unsigned char **binary,
                                            size_t *bytes, char *why,
@@ -70,35 +136,29 @@ cache_read_result locus__opencl_cache_read(const char *path,
     cache_read_result result = CACHE_DAMAGED;
     unsigned char header[HEADER_BYTES];
     uint64_t length = 0, hash = 0;
-    struct stat info;
-    if (fread(header, 1, sizeof header, file) != sizeof header) {
-        snprintf(why, why_size, "shorter than its %d-byte header",
-                 HEADER_BYTES);
-        goto close;
+    const size_t header_bytes = fread(header, 1, sizeof header, file);
+    uint64_t file_bytes = 0;
+    if (header_bytes == sizeof header) {
+        struct stat info;
+        if (fstat(fileno(file), &info) != 0) {
+            snprintf(why, why_size, "fstat: %s", strerror(errno));
+            goto close;
+        }
+        file_bytes = (uint64_t)info.st_size;
     }
-    if (memcmp(header, MAGIC, 8) != 0) {
-        snprintf(why, why_size, "bad magic");
+    if (!check_header(header, header_bytes, file_bytes, &length, &hash, why,
+                      why_size))
         goto close;
-    }
-    memcpy(&length, header + 8, sizeof length);
-    memcpy(&hash, header + 16, sizeof hash);
-    if (fstat(fileno(file), &info) != 0 ||
-        (uint64_t)info.st_size != HEADER_BYTES + length || length == 0) {
-        snprintf(why, why_size,
-                 "size %lld does not match the header's payload of %llu "
-                 "bytes",
-                 (long long)info.st_size, (unsigned long long)length);
-        goto close;
-    }
     unsigned char *payload = malloc((size_t)length);
     if (payload == NULL) {
         snprintf(why, why_size, "out of memory for %llu bytes",
                  (unsigned long long)length);
         goto close;
     }
+    /* A short read: the file shrank since fstat (a writer that does not
+     * rename); reported as the hash mismatch it amounts to. */
     if (fread(payload, 1, (size_t)length, file) != (size_t)length ||
-        locus__opencl_hash(LOCUS_OPENCL_HASH_SEED, payload, (size_t)length) !=
-            hash) {
+        !check_payload(payload, (size_t)length, hash, why, why_size)) {
         snprintf(why, why_size, "payload hash does not match the header's");
         free(payload);
         goto close;

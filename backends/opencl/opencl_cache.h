@@ -23,8 +23,22 @@ typedef enum cache_read_result {
     CACHE_DAMAGED = 2, /* bad magic, length or hash: rebuild, overwrite */
 } cache_read_result;
 
-/* Reads and checks path's header: magic, payload length (must match the
- * file's size exactly, so a truncated file is refused) and payload hash. */
+/* The checks of a cache file, on its bytes in memory (file_bytes of them,
+ * the whole file): magic, payload length (not 0, and exactly the rest of
+ * the file, so a truncated or extended file is refused) and payload hash.
+ * No I/O, no allocation, no OpenCL: the fuzz target
+ * (tests/fuzz/fuzz_program_cache.c) links it alone. CACHE_VALID points
+ * *payload into file; CACHE_DAMAGED leaves it NULL and fills why. */
+cache_read_result locus__opencl_cache_parse(const unsigned char *file,
+                                            size_t file_bytes,
+                                            const unsigned char **payload,
+                                            size_t *payload_bytes, char *why,
+                                            size_t why_size);
+
+/* The same checks on the file at path, header first (a large file that is
+ * not a cache file is not read whole). CACHE_VALID: *binary is the payload,
+ * *bytes its length (caller frees); else *binary is NULL and why says why
+ * (the error of fopen for CACHE_MISSING). */
 cache_read_result locus__opencl_cache_read(const char *path,
                                            unsigned char **binary,
                                            size_t *bytes, char *why,

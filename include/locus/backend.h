@@ -96,6 +96,12 @@ typedef struct locus_services {
     size_t (*cache_bytes)(void *runtime, int level);
     /* How many workers share one cache of that level (1 for private). */
     int (*cache_sharing)(void *runtime, int level);
+
+    /* run(), but every rank in turn on the calling thread: the same split
+     * and so the same result, without waking the workers, whose wake-up
+     * (tens of microseconds) is more than a tiny job takes. */
+    locus_status (*run_here)(void *runtime, int node, locus_worker_fn fn,
+                             void *arg);
 } locus_services;
 
 typedef struct locus_backend {
@@ -143,6 +149,12 @@ typedef struct locus_backend {
                            const locus_conv2d_desc *desc, const void *input,
                            const void *filter, void *output,
                            locus_op_context *op);
+
+    /* Optional (NULL: the backend has no such notion). Page-locks host
+     * memory so that copies from it need no staging; calibration measures
+     * the pinned host -> device rate with it. unpin undoes pin. */
+    locus_status (*pin)(void *state, size_t device, void *host, size_t bytes);
+    void (*unpin)(void *state, size_t device, void *host);
 } locus_backend;
 
 #if defined(__GNUC__)

@@ -111,6 +111,9 @@ typedef struct locus_context_options {
     const char *plugin_path; /* LOCUS_PLUGIN_PATH */
     const char *cpu_isa;     /* LOCUS_CPU_ISA */
     int ignore_environment;  /* nonzero: read no LOCUS_* variable */
+    /* Appended in 0.2; callers built against 0.1 pass the smaller
+     * struct_size and get the default. */
+    const char *calibration; /* LOCUS_CALIBRATION */
 } locus_context_options;
 
 LOCUS_API void locus_context_options_init(locus_context_options *options);
@@ -168,6 +171,28 @@ LOCUS_API int locus_topology_is_this_system(const locus_context *context);
 /* A short description of where the topology came from. */
 LOCUS_API const char *locus_topology_source(const locus_context *context);
 
+/* Under an MPI launcher (docs/MPI.md): this process's place among the ranks
+ * the launcher started on this machine, and the cpus its workers got. When
+ * there are several local ranks, the pool size is not set and the launcher
+ * did not bind the process, the pool takes this rank's share of the
+ * machine: ranks spread over the NUMA nodes, a node's cores split among its
+ * ranks. */
+typedef struct locus_local_rank_info {
+    size_t struct_size;
+    int local_rank;     /* -1: not started by an MPI launcher Locus knows */
+    int local_size;     /* ranks on this machine; 0 when local_rank is -1 */
+    char variable[32];  /* the launcher variable read, e.g. SLURM_LOCALID */
+    int narrowed;       /* nonzero: the pool took this rank's share */
+    char reason[192];   /* why it did or did not */
+    int workers;        /* the context's CPU workers */
+    char cpus[256];     /* their OS cpu list, e.g. "8-15" */
+    uint64_t numa_mask; /* OS nodes of those cpus */
+} locus_local_rank_info;
+
+LOCUS_API void locus_local_rank_info_init(locus_local_rank_info *info);
+LOCUS_API locus_status locus_local_rank_get(const locus_context *context,
+                                            locus_local_rank_info *info);
+
 /* ------------------------------------------------------------------------ */
 /* Devices and backends                                                       */
 /* ------------------------------------------------------------------------ */
@@ -209,6 +234,30 @@ LOCUS_API locus_status locus_device_find(locus_context *context,
                                          locus_device **out);
 LOCUS_API locus_status locus_device_get_info(const locus_device *device,
                                              locus_device_info *info);
+
+/* What the scheduler's cost model knows of a device: an op of w flops is
+ * modelled as fixed + w / rate, the two fitted over a sweep of sizes; data
+ * moves at the transfer rates (0: the device computes on host memory). */
+typedef struct locus_calibration {
+    size_t struct_size;
+    char source[16]; /* "nominal", "cached" or "measured" */
+    double launch_seconds;
+    double gemm_fixed_seconds, gemm_flops_per_second;
+    double conv_fixed_seconds, conv_flops_per_second;
+    double reduce_bytes_per_second;
+    double upload_pageable_bytes_per_second;
+    double upload_pinned_bytes_per_second; /* 0: the backend cannot pin */
+    double download_bytes_per_second;
+} locus_calibration;
+
+LOCUS_API void locus_calibration_init(locus_calibration *calibration);
+/* The device's figures as the scheduler uses them: from the cache file
+ * ($XDG_CACHE_HOME/locus/) or measured now at the first call, or nominal
+ * under LOCUS_CALIBRATION=nominal. remeasure nonzero measures again and
+ * rewrites the cache (`locus calibrate`). */
+LOCUS_API locus_status locus_device_calibration(locus_device *device,
+                                                int remeasure,
+                                                locus_calibration *out);
 
 typedef struct locus_backend_info {
     size_t struct_size;
@@ -318,6 +367,14 @@ typedef enum locus_provenance {
 
 LOCUS_API const char *locus_provenance_str(locus_provenance provenance);
 
+/* The cost model's estimate for one candidate device. */
+typedef struct locus_estimate {
+    char device[32]; /* selector */
+    double seconds;  /* estimated wall time of the op there */
+} locus_estimate;
+
+#define LOCUS_RECORD_MAX_ESTIMATES 8
+
 /* What one operation did and cost. */
 typedef struct locus_record {
     size_t struct_size;
@@ -333,6 +390,14 @@ typedef struct locus_record {
     uint64_t local_bytes;        /* host bytes read on the reader's node */
     uint64_t remote_bytes;       /* host bytes read from another node */
     locus_provenance provenance; /* of local_bytes and remote_bytes */
+    /* Appended in 0.2 (a smaller struct_size gets the fields above only).
+     * How the device was chosen: "caller" (the op was given one),
+     * "LOCUS_DEVICE" (the first item of the selector that offers the op),
+     * "auto" (the cost model), "fallback" (another device failed first). */
+    char chosen_by[16];
+    double estimated_seconds; /* the model's estimate here; 0: none made */
+    size_t estimate_count;    /* candidates the model weighed, cheapest first */
+    locus_estimate estimates[LOCUS_RECORD_MAX_ESTIMATES];
 } locus_record;
 
 LOCUS_API void locus_record_init(locus_record *record);
@@ -440,6 +505,134 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
                                     const locus_conv2d_desc *desc,
                                     locus_buffer *input, locus_buffer *filter,
                                     locus_buffer *output, locus_record *record);
+
+/* ------------------------------------------------------------------------ */
+/* Queues, events and the multi-device split                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct locus_queue locus_queue;
+typedef struct locus_event locus_event;
+
+/* A queue runs the ops enqueued on it one at a time, in the order they were
+ * enqueued, on a thread of its own, while the caller goes on. Ops in
+ * different queues run at the same time, so work on the CPU and on GPUs
+ * overlaps. The buffer rules of the synchronous ops still hold across
+ * queues and threads: an op that writes a buffer waits for the ops using it
+ * and is waited for by the later ones; order ops that depend on each other
+ * by putting them in one queue or with locus_queue_wait_event.
+ *
+ * device: where every op of the queue runs, or NULL: each op's device is
+ * chosen when it starts, as the synchronous call given NULL chooses it.
+ * Several threads may enqueue on one queue; concurrent calls take their
+ * places in the order they get to it. Destroy every queue of a context
+ * before the context. Fails with LOCUS_ERROR_INVALID_ARGUMENT for a device
+ * of another context, LOCUS_ERROR_SYSTEM when no thread can be started. */
+LOCUS_API locus_status locus_queue_create(locus_context *context,
+                                          locus_device *device,
+                                          locus_queue **out);
+/* Runs everything still queued, waits for it, then ends the queue's
+ * thread. Events handed out stay valid until destroyed. No other call may
+ * use the queue meanwhile. */
+LOCUS_API void locus_queue_destroy(locus_queue *queue);
+
+/* The enqueue calls take the synchronous op's arguments, less the context
+ * and device (the queue's), plus an event:
+ *  - they return at once; the op runs later on the queue's thread;
+ *  - the descriptor is copied, so it may be reused at once; the buffers,
+ *    and result and record when given, must stay valid until the op
+ *    completes; result and record are written when it completes and must
+ *    not be read before (wait on its event, or finish the queue);
+ *  - event: where to store a new event that completes with the op; NULL
+ *    when none is wanted;
+ *  - NULL arguments (LOCUS_ERROR_NULL_ARGUMENT), a buffer of another
+ *    context (LOCUS_ERROR_INVALID_ARGUMENT) and a queue device that does
+ *    not offer the op (LOCUS_ERROR_NOT_SUPPORTED) fail here, with nothing
+ *    enqueued and *event set to NULL; LOCUS_ERROR_OUT_OF_MEMORY likewise;
+ *  - everything the synchronous op checks of its descriptor (struct_size,
+ *    dtype, shape, sizes against the buffers, aliasing, the record's
+ *    struct_size) is checked when the op runs; a failure then comes back
+ *    through the event and locus_queue_finish. */
+LOCUS_API locus_status locus_enqueue_reduce(locus_queue *queue,
+                                            const locus_reduce_desc *desc,
+                                            locus_buffer *x, double *result,
+                                            locus_record *record,
+                                            locus_event **event);
+LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
+                                          const locus_gemm_desc *desc,
+                                          locus_buffer *a, locus_buffer *b,
+                                          locus_buffer *c, locus_record *record,
+                                          locus_event **event);
+LOCUS_API locus_status locus_enqueue_conv2d(
+    locus_queue *queue, const locus_conv2d_desc *desc, locus_buffer *input,
+    locus_buffer *filter, locus_buffer *output, locus_record *record,
+    locus_event **event);
+
+/* Ops enqueued on queue after this call start after event has completed
+ * (an op of another queue, or of this one). Ordering only: when event's op
+ * failed, they still run, and this queue's next locus_queue_finish reports
+ * that failure. The event may be destroyed right after the call. Fails with
+ * LOCUS_ERROR_INVALID_ARGUMENT for an event of another context. */
+LOCUS_API locus_status locus_queue_wait_event(locus_queue *queue,
+                                              locus_event *event);
+/* Waits for every op enqueued before the call. Returns the first failure
+ * among the ops (and the waited-on events) that completed since the
+ * previous finish, with its detail in locus_last_error(), which names the
+ * op; LOCUS_SUCCESS when there was none. The failure is then forgotten. */
+LOCUS_API locus_status locus_queue_finish(locus_queue *queue);
+
+/* Waits until the op completes and returns its status; on failure, the
+ * op's error detail becomes this thread's locus_last_error(). */
+LOCUS_API locus_status locus_event_wait(locus_event *event);
+/* *done = 1 when the op has completed, else 0; never waits. The op's own
+ * status comes from locus_event_wait, which then returns at once. */
+LOCUS_API locus_status locus_event_query(locus_event *event, int *done);
+/* The op's error detail, as locus_last_error() read on the thread that ran
+ * it: "" while it runs, after a success, and for NULL. Valid until the
+ * event is destroyed. */
+LOCUS_API const char *locus_event_error(locus_event *event);
+/* Drops the caller's hold on the event; the op itself still runs. */
+LOCUS_API void locus_event_destroy(locus_event *event);
+
+/* C = alpha op(A) op(B) + beta C, as locus_gemm, computed by several
+ * devices at once. C's rows are cut into one contiguous block per device,
+ * in the order of devices, with sizes proportional to weights; NULL: to
+ * each device's throughput for this call as the scheduler's cost model
+ * expects it (its gemm rate, calibrated or nominal, with the transfers
+ * the device would need for these buffers where they are). A device whose
+ * block has 0 rows does nothing. The blocks run at the same time, one
+ * thread per device (the calling thread takes the first host device's).
+ * A, B and C are read from their host copies, made current first: a
+ * device computing on host memory (the CPU) uses them in place, any other
+ * gets device memory for its rows of A (columns when transposed), all of B
+ * (unless it already holds a current copy of B) and its rows of C, freed
+ * before the call returns. Afterwards C's only current copy is the
+ * host's.
+ *
+ * Failure: the status of the first device (in the order of devices) that
+ * failed, with a detail naming it and its rows. C keeps its previous
+ * contents (no block is written into C until every device has computed
+ * its own), except when copying a device's finished block back fails, or
+ * when a host device given every row (which computes in place, as
+ * locus_gemm does) fails midway: C's rows are then unspecified.
+ *
+ * Errors besides those of locus_gemm: devices or a device NULL
+ * (LOCUS_ERROR_NULL_ARGUMENT); device_count 0, a device listed twice or of
+ * another context, a buffer of another context, a weight negative, NaN or
+ * infinite, or all weights 0 (LOCUS_ERROR_INVALID_ARGUMENT); a device that
+ * does not offer gemm (LOCUS_ERROR_NOT_SUPPORTED). The record's device
+ * reads "cuda:0+cpu": the devices given rows, joined by '+'; its algorithm
+ * is "split". */
+LOCUS_API locus_status locus_gemm_split(
+    locus_context *context, locus_device *const *devices, size_t device_count,
+    const double *weights, const locus_gemm_desc *desc, locus_buffer *a,
+    locus_buffer *b, locus_buffer *c, locus_record *record);
+/* The rows of C that locus_gemm_split with these arguments would give each
+ * device now: rows[i] (device_count entries) for devices[i], summing to m.
+ * The same checks; nothing runs. */
+LOCUS_API locus_status locus_gemm_split_rows(
+    locus_context *context, locus_device *const *devices, size_t device_count,
+    const double *weights, const locus_gemm_desc *desc, locus_buffer *a,
+    locus_buffer *b, locus_buffer *c, size_t *rows);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* libFuzzer target: the LOCUS_* grammar. The input is split at newlines
- * into the ten option strings of locus_context_options (device, backends,
- * threads, numa, strict, log, record, topology, plugin_path, cpu_isa), read
+ * into the eleven option strings of locus_context_options (device,
+ * backends, threads, numa, strict, log, record, topology, plugin_path,
+ * cpu_isa, calibration), read
  * with the environment ignored, exactly as locus_context_create reads them;
  * the whole input is also parsed as one device selector list. Checked:
  *  - nothing crashes or leaks (ASan, LSan, UBSan);
@@ -14,7 +15,7 @@
 
 #include "env.h"
 
-#define FIELDS 10
+#define FIELDS 11
 /* Values longer than this say nothing new to a parser of short tokens. */
 #define MAX_INPUT 4096
 
@@ -86,6 +87,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     options.topology = fields[7];
     options.plugin_path = fields[8];
     options.cpu_isa = fields[9];
+    options.calibration = fields[10];
 
     locus__config config;
     locus_status status = locus__config_load(&config, &options);

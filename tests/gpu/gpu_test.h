@@ -30,6 +30,11 @@ static int gpu_test_failures;
  * shell (LOCUS_DEVICE, LOCUS_STRICT, ...) are ignored so they cannot change
  * the outcome; the module path, which meson sets for the test, is passed on
  * as an option. */
+/* Strict by default: a device test must see its device's failures, not a
+ * silent fallback to the CPU (docs/SCHEDULER.md). A test of the fallback
+ * sets this to "0". */
+static const char *gpu_test_strict = "1";
+
 static inline locus_status gpu_test_context(const char *backends,
                                             locus_context **context)
 {
@@ -38,6 +43,7 @@ static inline locus_status gpu_test_context(const char *backends,
     options.backends = backends;
     options.plugin_path = getenv("LOCUS_PLUGIN_PATH");
     options.ignore_environment = 1;
+    options.strict = gpu_test_strict;
     locus_status status = locus_context_create(&options, context);
     if (status != LOCUS_SUCCESS)
         fprintf(stderr, "locus_context_create(backends=%s): %s: %s\n", backends,

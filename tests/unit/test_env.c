@@ -170,6 +170,9 @@ static void test_other_variables(void)
 
     expect_good("LOCUS_CPU_ISA", "generic", "generic");
     expect_bad("LOCUS_CPU_ISA", "sse9", LOCUS_ERROR_BAD_ENVIRONMENT);
+    expect_good("LOCUS_CALIBRATION", "nominal", "nominal");
+    expect_good("LOCUS_CALIBRATION", "remeasure", "remeasure");
+    expect_bad("LOCUS_CALIBRATION", "sometimes", LOCUS_ERROR_BAD_ENVIRONMENT);
 #if defined(__x86_64__)
     if (!__builtin_cpu_supports("avx512f"))
         TEST_ERROR(create_with("LOCUS_CPU_ISA", "avx512", &context),
@@ -251,7 +254,7 @@ int main(void)
         "LOCUS_DEVICE",  "LOCUS_BACKENDS", "LOCUS_THREADS",
         "LOCUS_NUMA",    "LOCUS_STRICT",   "LOCUS_LOG",
         "LOCUS_RECORD",  "LOCUS_TOPOLOGY", "LOCUS_PLUGIN_PATH",
-        "LOCUS_CPU_ISA",
+        "LOCUS_CPU_ISA", "LOCUS_CALIBRATION",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);

@@ -20,6 +20,10 @@ void bench_usage(FILE *out)
 {
     fputs(
         "usage: locus bench reduce|gemm|conv [options]\n"
+        "       locus bench sched [options]   (the scheduler's regret; see\n"
+        "                                      locus bench sched --help)\n"
+        "       locus bench split [options]   (one gemm over several devices\n"
+        "                                      at once; see --help there)\n"
         "\n"
         "Runs a kernel over a range of sizes, checks each result against a\n"
         "float64 reference and reports time, GFLOP/s, GB/s and where the\n"
@@ -558,6 +562,10 @@ static void print_devices(locus_device **devices, size_t device_count)
 
 int bench_command(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "sched") == 0)
+        return bench_sched_command(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "split") == 0)
+        return bench_split_command(argc - 1, argv + 1);
     bench_request *request = xmalloc(sizeof(*request));
     int exit_status = parse_bench_arguments(argc, argv, request);
     if (exit_status >= 0) {

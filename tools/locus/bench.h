@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <locus/locus.h>
 
@@ -227,5 +228,10 @@ void bench_reference_locus(locus_context *context,
                            const locus_device_info *info,
                            const bench_settings *settings,
                            const bench_shape *shape, bench_result *result);
+
+/* `locus bench split` (bench_split.c), reached through bench_command: one
+ * gemm split across several devices against each device alone. */
+int bench_split_command(int argc, char **argv);
+void bench_split_usage(FILE *out);
 
 #endif

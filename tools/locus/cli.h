@@ -14,10 +14,15 @@
 int info_command(int argc, char **argv);
 int bench_command(int argc, char **argv);
 int numa_command(int argc, char **argv);
+int calibrate_command(int argc, char **argv);
+/* `locus bench sched` (bench_sched.c), reached through bench_command. */
+int bench_sched_command(int argc, char **argv);
+void bench_sched_usage(FILE *out);
 
 void info_usage(FILE *out);
 void bench_usage(FILE *out);
 void numa_usage(FILE *out);
+void calibrate_usage(FILE *out);
 
 /* "locus: <what>: <locus_last_error()>" on stderr. */
 void report_locus_failure(const char *what_format, ...)

@@ -21,12 +21,14 @@ void info_usage(FILE *out)
           "Shows the machine as Locus sees it: where the topology came from\n"
           "and whether memory binding is real, the NUMA nodes with their\n"
           "cpus and memory, the distance matrix, every backend (or why it\n"
-          "is absent), every device with its nearest NUMA nodes, and how\n"
-          "each LOCUS_* variable resolved.\n"
+          "is absent), every device with its nearest NUMA nodes, under an\n"
+          "MPI launcher the local rank and the cpus its workers got, and\n"
+          "how each LOCUS_* variable resolved.\n"
           "\n"
           "options:\n"
           "  --json       the same as JSON on stdout: nodes, distances,\n"
-          "               backends (each with its devices) and env\n"
+          "               backends (each with its devices), mpi (null\n"
+          "               outside a launcher) and env\n"
           "  -h, --help   this text\n",
           out);
 }
@@ -47,6 +49,8 @@ typedef struct machine_view {
     char default_device_error[512];
     size_t setting_count;
     locus_setting *settings; /* strings owned by the context */
+    /* Under an MPI launcher: the local rank and its workers' cpus. */
+    locus_local_rank_info local_rank;
 } machine_view;
 
 static void free_view(machine_view *view)
@@ -141,6 +145,16 @@ static bool gather_backends_and_devices(locus_context *context,
     return true;
 }
 
+static bool gather_local_rank(locus_context *context, machine_view *view)
+{
+    locus_local_rank_info_init(&view->local_rank);
+    if (locus_local_rank_get(context, &view->local_rank) != LOCUS_SUCCESS) {
+        report_locus_failure("reading the MPI local rank");
+        return false;
+    }
+    return true;
+}
+
 static bool gather_settings(locus_context *context, machine_view *view)
 {
     if (locus_setting_count(context, &view->setting_count) != LOCUS_SUCCESS) {
@@ -217,6 +231,39 @@ static void write_device_json(json_writer *json, const locus_device_info *info)
     json_uint(json, info->memory_bytes);
     json_key(json, "compute_units");
     json_int(json, info->compute_units);
+    json_end_object(json);
+}
+
+/* "mpi": null outside an MPI launcher (docs/MPI.md). */
+static void write_local_rank_json(json_writer *json,
+                                  const locus_local_rank_info *info)
+{
+    json_key(json, "mpi");
+    if (info->local_rank < 0) {
+        json_null(json);
+        return;
+    }
+    json_begin_object(json);
+    json_key(json, "local_rank");
+    json_int(json, info->local_rank);
+    json_key(json, "local_size");
+    json_int(json, info->local_size);
+    json_key(json, "variable");
+    json_string(json, info->variable);
+    json_key(json, "cpus");
+    json_begin_inline_array(json);
+    cpu_list_for_each(info->cpus, write_cpu_to_json, json);
+    json_end_array(json);
+    json_key(json, "cpu_list");
+    json_string(json, info->cpus);
+    json_key(json, "nodes");
+    write_node_mask_json(json, info->numa_mask);
+    json_key(json, "workers");
+    json_int(json, info->workers);
+    json_key(json, "narrowed");
+    json_bool(json, info->narrowed != 0);
+    json_key(json, "reason");
+    json_string(json, info->reason);
     json_end_object(json);
 }
 
@@ -297,6 +344,8 @@ static void write_view_json(const machine_view *view)
         json_key(&json, "default_device_error");
         json_string(&json, view->default_device_error);
     }
+
+    write_local_rank_json(&json, &view->local_rank);
 
     json_key(&json, "env");
     json_begin_array(&json);
@@ -457,6 +506,20 @@ static void print_settings(const machine_view *view)
     table_free(&settings);
 }
 
+static void print_local_rank(const locus_local_rank_info *info)
+{
+    if (info->local_rank < 0) {
+        return;
+    }
+    char nodes[96];
+    format_node_mask(info->numa_mask, nodes, sizeof(nodes));
+    printf("\nMPI: local rank %d of %d (%s): %d worker%s on cpus %s, NUMA "
+           "node %s; %s%s\n",
+           info->local_rank, info->local_size, info->variable, info->workers,
+           info->workers == 1 ? "" : "s", info->cpus, nodes,
+           info->narrowed ? "" : "not narrowed: ", info->reason);
+}
+
 static void print_view(const machine_view *view)
 {
     printf("Locus %s\n", locus_version_string());
@@ -470,6 +533,7 @@ static void print_view(const machine_view *view)
     print_distances(view);
     print_backends(view);
     print_devices(view);
+    print_local_rank(&view->local_rank);
     print_settings(view);
 }
 
@@ -501,7 +565,7 @@ int info_command(int argc, char **argv)
     int exit_status = EXIT_FAILURE;
     if (gather_topology(context, &view) &&
         gather_backends_and_devices(context, &view) &&
-        gather_settings(context, &view)) {
+        gather_local_rank(context, &view) && gather_settings(context, &view)) {
         if (json) {
             write_view_json(&view);
         } else {

@@ -31,6 +31,9 @@ static const subcommand subcommands[] = {
      "NUMA distances, measured bandwidth and latency, page placement, "
      "findings",
      numa_command, numa_usage},
+    {"calibrate",
+     "measure each device's rates for the scheduler and cache them",
+     calibrate_command, calibrate_usage},
 };
 
 #define SUBCOMMAND_COUNT (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -42,10 +45,10 @@ static void main_usage(FILE *out)
           "commands:\n",
           out);
     for (size_t i = 0; i < SUBCOMMAND_COUNT; ++i) {
-        fprintf(out, "  %-6s  %s\n", subcommands[i].name,
+        fprintf(out, "  %-9s  %s\n", subcommands[i].name,
                 subcommands[i].summary);
     }
-    fputs("  help    the usage of a command: locus help bench\n"
+    fputs("  help       the usage of a command: locus help bench\n"
           "\n"
           "Every command takes --help, and --json for output that scripts "
           "read.\n"

@@ -15,9 +15,12 @@ typedef struct fake_state {
 
 /* The transfers show in the record (bytes_to_device, bytes_from_device);
  * LOCUS_TEST_FAKE_ALLOC_FAILS=1 makes every allocation fail,
- * LOCUS_TEST_FAKE_COPY_FAILS=1 every upload and download, and
+ * LOCUS_TEST_FAKE_COPY_FAILS=1 every upload and download,
+ * LOCUS_TEST_FAKE_GEMM_FAILS=1 every gemm halfway, after it has scribbled
+ * over its output (a device that runs out of memory mid-op), and
  * LOCUS_TEST_FAKE_NUMA_MASK gives the device nearest NUMA nodes (a mask of
- * OS node numbers), for the transfer accounting tests. */
+ * OS node numbers), for the transfer accounting tests, and
+ * LOCUS_TEST_FAKE_DEVICE_COUNT makes that many identical devices (1). */
 static locus_status init(const locus_services *services, void *runtime,
                          void **state, size_t *device_count, char *reason,
                          size_t reason_size)
@@ -29,7 +32,8 @@ static locus_status init(const locus_services *services, void *runtime,
     fake->services = services;
     fake->runtime = runtime;
     *state = fake;
-    *device_count = 1;
+    const char *count = getenv("LOCUS_TEST_FAKE_DEVICE_COUNT");
+    *device_count = count ? strtoul(count, NULL, 10) : 1;
     return LOCUS_SUCCESS;
 }
 
@@ -136,9 +140,16 @@ static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
                          const void *a, const void *b, void *c,
                          locus_op_context *op)
 {
-    (void)state, (void)device;
+    (void)device;
     const float *A = a, *B = b;
     float *C = c;
+    const char *fail = getenv("LOCUS_TEST_FAKE_GEMM_FAILS");
+    if (fail && fail[0] == '1') {
+        memset(C, 0x7f, d->n * sizeof(float));
+        fake_state *fake = state;
+        return fake->services->fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
+                                    "fake device ran out of memory in gemm");
+    }
     for (size_t i = 0; i < d->m; i++)
         for (size_t j = 0; j < d->n; j++) {
             double sum = 0;

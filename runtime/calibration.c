@@ -1,0 +1,744 @@
+#include "calibration.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "scheduler.h"
+#include "status.h"
+
+/* A measurement stops growing its size once one run takes this long: long
+ * enough to swamp the clock and the launch, short enough that calibrating
+ * every device stays around a second. */
+#define LONG_ENOUGH_SECONDS 0.010
+#define SAMPLES 3
+#define LAUNCH_SAMPLES 15
+#define MAX_FILE_BYTES 8192
+
+const char *locus__rates_source_str(locus__rates_source source)
+{
+    switch (source) {
+    case LOCUS__RATES_NOMINAL:
+        return "nominal";
+    case LOCUS__RATES_CACHED:
+        return "cached";
+    case LOCUS__RATES_MEASURED:
+        return "measured";
+    case LOCUS__RATES_NONE:
+        break;
+    }
+    return "none";
+}
+
+void locus__nominal_rates(const locus_device *device, locus__rates *rates)
+{
+    int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
+    bool is_cuda = strcmp(device->backend->name, "cuda") == 0;
+    memset(rates, 0, sizeof *rates);
+    if (device->backend->table->host_memory) {
+        *rates = (locus__rates){5e-6, 20e-6, 8e9 * units, 20e-6, 4e9 * units,
+                                10e9, 0,     0,           0};
+    } else if (device->info.kind == LOCUS_DEVICE_GPU) {
+        double launch = is_cuda ? 10e-6 : 30e-6;
+        double flops = (is_cuda ? 128e9 : 64e9) * units;
+        *rates =
+            (locus__rates){launch, 2 * launch, flops, 2 * launch, flops / 2,
+                           1e12,   12e9,       25e9,  12e9};
+    } else {
+        /* An OpenCL CPU device shares the cores with our workers. */
+        *rates = (locus__rates){50e-6, 100e-6, 4e9 * units, 100e-6, 2e9 * units,
+                                10e9,  10e9,   10e9,        10e9};
+    }
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double locus__robust_mean(double *samples, size_t count)
+{
+    qsort(samples, count, sizeof *samples, compare_doubles);
+    double median = count % 2
+                        ? samples[count / 2]
+                        : 0.5 * (samples[count / 2 - 1] + samples[count / 2]);
+    double deviations[64];
+    size_t n = count < 64 ? count : 64;
+    for (size_t i = 0; i < n; i++)
+        deviations[i] = fabs(samples[i] - median);
+    qsort(deviations, n, sizeof *deviations, compare_doubles);
+    double mad = n % 2 ? deviations[n / 2]
+                       : 0.5 * (deviations[n / 2 - 1] + deviations[n / 2]);
+    double sum = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++)
+        if (fabs(samples[i] - median) <= 3 * mad) {
+            sum += samples[i];
+            kept++;
+        }
+    return kept ? sum / (double)kept : median;
+}
+
+bool locus__fit_rate(const double *work, const double *seconds, size_t count,
+                     double *fixed_seconds, double *rate)
+{
+    /* Minimise sum(((a + b w_i) - t_i) / t_i)^2 over a, b: the normal
+     * equations of a weighted linear least-squares problem. */
+    double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!(seconds[i] > 0) || !(work[i] > 0))
+            return false;
+        double weight = 1.0 / (seconds[i] * seconds[i]);
+        s00 += weight;
+        s01 += weight * work[i];
+        s11 += weight * work[i] * work[i];
+        r0 += weight * seconds[i];
+        r1 += weight * work[i] * seconds[i];
+    }
+    double det = s00 * s11 - s01 * s01;
+    double a = 0, b = 0;
+    if (count >= 2 && det > 1e-12 * s00 * s11) {
+        a = (r0 * s11 - r1 * s01) / det;
+        b = (s00 * r1 - s01 * r0) / det;
+    }
+    if (!(b > 0) || a < 0) {
+        /* One point, or points that a fixed cost cannot explain: the rate
+         * of the largest alone. */
+        size_t last = 0;
+        for (size_t i = 1; i < count; i++)
+            if (work[i] > work[last])
+                last = i;
+        a = 0;
+        b = seconds[last] / work[last];
+    }
+    if (!(b > 0) || !isfinite(b))
+        return false;
+    *fixed_seconds = a;
+    *rate = 1.0 / b;
+    return true;
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A buffer of `floats` values in [0, 1), so that no kernel meets a NaN or a
+ * denormal that would change its speed. */
+static locus_status make_buffer(locus_context *context, size_t floats,
+                                locus_buffer **out)
+{
+    locus_status status =
+        locus_buffer_create(context, floats * sizeof(float), NULL, out);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    float chunk[4096];
+    for (size_t i = 0; i < 4096; i++)
+        chunk[i] = (float)(i % 1021) / 1021.0f;
+    for (size_t done = 0; done < floats && status == LOCUS_SUCCESS;) {
+        size_t n = floats - done < 4096 ? floats - done : 4096;
+        status = locus_buffer_write(*out, done * sizeof(float), chunk,
+                                    n * sizeof(float));
+        done += n;
+    }
+    if (status != LOCUS_SUCCESS) {
+        locus_buffer_destroy(*out);
+        *out = NULL;
+    }
+    return status;
+}
+
+typedef locus_status (*timed_op)(locus_context *context, locus_device *device,
+                                 void *args);
+
+/* One warm-up run (copies inputs to the device, builds kernels), then the
+ * robust mean of `samples` runs. */
+static locus_status time_op(locus_context *context, locus_device *device,
+                            timed_op op, void *args, size_t samples,
+                            double *seconds)
+{
+    double times[LAUNCH_SAMPLES];
+    locus_status status = op(context, device, args);
+    for (size_t i = 0; i < samples && status == LOCUS_SUCCESS; i++) {
+        double started = now_seconds();
+        status = op(context, device, args);
+        times[i] = now_seconds() - started;
+    }
+    if (status == LOCUS_SUCCESS)
+        *seconds = locus__robust_mean(times, samples);
+    return status;
+}
+
+typedef struct reduce_args {
+    locus_buffer *x;
+    size_t count;
+} reduce_args;
+
+static locus_status run_reduce(locus_context *context, locus_device *device,
+                               void *opaque)
+{
+    reduce_args *args = opaque;
+    locus_reduce_desc desc;
+    locus_reduce_desc_init(&desc);
+    desc.count = args->count;
+    double result;
+    return locus_reduce(context, device, &desc, args->x, &result, NULL);
+}
+
+static locus_status measure_launch(locus_context *context, locus_device *device,
+                                   locus__rates *rates)
+{
+    reduce_args args = {NULL, 1};
+    locus_status status = make_buffer(context, 16, &args.x);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    status = time_op(context, device, run_reduce, &args, LAUNCH_SAMPLES,
+                     &rates->launch_seconds);
+    locus_buffer_destroy(args.x);
+    return status;
+}
+
+/* Larger device memories get larger probes, up to 256 MiB: beyond the last
+ * level cache of any device we know. */
+static size_t largest_probe_bytes(const locus_device *device)
+{
+    size_t cap = (size_t)256 << 20;
+    if (!device->backend->table->host_memory && device->info.memory_bytes &&
+        device->info.memory_bytes / 16 < cap)
+        cap = (size_t)(device->info.memory_bytes / 16);
+    return cap;
+}
+
+static locus_status measure_reduce(locus_context *context, locus_device *device,
+                                   locus__rates *rates)
+{
+    size_t cap = largest_probe_bytes(device);
+    locus_status status = LOCUS_SUCCESS;
+    double seconds = 0;
+    size_t bytes = (size_t)4 << 20;
+    for (;;) {
+        reduce_args args = {NULL, bytes / sizeof(float)};
+        status = make_buffer(context, args.count, &args.x);
+        if (status == LOCUS_SUCCESS)
+            status =
+                time_op(context, device, run_reduce, &args, SAMPLES, &seconds);
+        locus_buffer_destroy(args.x);
+        if (status != LOCUS_SUCCESS || bytes * 4 > cap ||
+            seconds > 5 * LONG_ENOUGH_SECONDS)
+            break;
+        bytes *= 4;
+    }
+    if (status != LOCUS_SUCCESS)
+        return status;
+    double moving = seconds - rates->launch_seconds;
+    rates->reduce_bytes =
+        (double)bytes / (moving > 0.5 * seconds ? moving : 0.5 * seconds);
+    return LOCUS_SUCCESS;
+}
+
+typedef struct gemm_args {
+    locus_buffer *a, *b, *c;
+    size_t n;
+} gemm_args;
+
+static locus_status run_gemm(locus_context *context, locus_device *device,
+                             void *opaque)
+{
+    gemm_args *args = opaque;
+    locus_gemm_desc desc;
+    locus_gemm_desc_init(&desc);
+    desc.m = desc.n = desc.k = args->n;
+    return locus_gemm(context, device, &desc, args->a, args->b, args->c, NULL);
+}
+
+#define MAX_POINTS 16
+
+static locus_status measure_gemm(locus_context *context, locus_device *device,
+                                 locus__rates *rates)
+{
+    double work[MAX_POINTS], seconds[MAX_POINTS];
+    size_t points = 0;
+    size_t cap = largest_probe_bytes(device);
+    locus_status status = LOCUS_SUCCESS;
+    for (size_t n = 64; points < MAX_POINTS; n *= 2) {
+        gemm_args args = {NULL, NULL, NULL, n};
+        status = make_buffer(context, n * n, &args.a);
+        if (status == LOCUS_SUCCESS)
+            status = make_buffer(context, n * n, &args.b);
+        if (status == LOCUS_SUCCESS)
+            status = make_buffer(context, n * n, &args.c);
+        if (status == LOCUS_SUCCESS)
+            status = time_op(context, device, run_gemm, &args, SAMPLES,
+                             &seconds[points]);
+        locus_buffer_destroy(args.a);
+        locus_buffer_destroy(args.b);
+        locus_buffer_destroy(args.c);
+        if (status != LOCUS_SUCCESS)
+            return status;
+        work[points] = 2.0 * (double)n * (double)n * (double)n;
+        if (seconds[points++] > LONG_ENOUGH_SECONDS ||
+            4 * n * n * sizeof(float) * 3 > cap)
+            break;
+    }
+    if (!locus__fit_rate(work, seconds, points, &rates->gemm_fixed_seconds,
+                         &rates->gemm_flops))
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "gemm timings on %s give no rate",
+                           device->info.selector);
+    return LOCUS_SUCCESS;
+}
+
+typedef struct conv_args {
+    locus_buffer *input, *filter, *output;
+    locus_conv2d_desc desc;
+} conv_args;
+
+static locus_status run_conv(locus_context *context, locus_device *device,
+                             void *opaque)
+{
+    conv_args *args = opaque;
+    return locus_conv2d(context, device, &args->desc, args->input, args->filter,
+                        args->output, NULL);
+}
+
+/* A 3x3, 64-channel layer growing in image size and then in batch: the
+ * commonest layer shape, so the rate is the one most convs will see. */
+static locus_status measure_conv(locus_context *context, locus_device *device,
+                                 locus__rates *rates)
+{
+    double work[MAX_POINTS], seconds[MAX_POINTS];
+    size_t points = 0, side = 8, batch = 1;
+    size_t cap = largest_probe_bytes(device);
+    locus_status status = LOCUS_SUCCESS;
+    while (points < MAX_POINTS) {
+        conv_args args = {NULL, NULL, NULL, {0}};
+        locus_conv2d_desc_init(&args.desc);
+        args.desc.batch = batch;
+        args.desc.in_channels = args.desc.out_channels = 64;
+        args.desc.in_height = args.desc.in_width = side;
+        args.desc.kernel_height = args.desc.kernel_width = 3;
+        args.desc.pad_h = args.desc.pad_w = 1;
+        size_t image = batch * 64 * side * side;
+        status = make_buffer(context, image, &args.input);
+        if (status == LOCUS_SUCCESS)
+            status = make_buffer(context, 64 * 64 * 9, &args.filter);
+        if (status == LOCUS_SUCCESS)
+            status = make_buffer(context, image, &args.output);
+        if (status == LOCUS_SUCCESS)
+            status = time_op(context, device, run_conv, &args, SAMPLES,
+                             &seconds[points]);
+        locus_buffer_destroy(args.input);
+        locus_buffer_destroy(args.filter);
+        locus_buffer_destroy(args.output);
+        if (status != LOCUS_SUCCESS)
+            return status;
+        work[points] = 2.0 * (double)image * 64 * 9;
+        if (seconds[points++] > LONG_ENOUGH_SECONDS ||
+            4 * image * sizeof(float) * 2 > cap)
+            break;
+        if (side < 64)
+            side *= 2;
+        else
+            batch *= 2;
+    }
+    if (!locus__fit_rate(work, seconds, points, &rates->conv_fixed_seconds,
+                         &rates->conv_flops))
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "conv2d timings on %s give no rate",
+                           device->info.selector);
+    return LOCUS_SUCCESS;
+}
+
+/* Host <-> device copies straight through the backend, from ordinary
+ * memory, and from pinned memory where the backend can pin. */
+static locus_status measure_transfers(locus_device *device, locus__rates *rates)
+{
+    const locus_backend *table = device->backend->table;
+    void *state = device->backend->state;
+    size_t index = device->index_in_backend;
+    size_t bytes = largest_probe_bytes(device) / 4;
+    void *host = aligned_alloc(4096, bytes);
+    if (!host)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
+                           "%zu bytes of host memory for calibration", bytes);
+    memset(host, 1, bytes);
+    void *memory = NULL;
+    locus_status status = table->alloc(state, index, bytes, &memory);
+    double up[SAMPLES + 1], down[SAMPLES + 1], pinned[SAMPLES + 1];
+    for (size_t i = 0; i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
+        double started = now_seconds();
+        status = table->upload(state, index, memory, host, bytes, NULL);
+        double uploaded = now_seconds();
+        if (status == LOCUS_SUCCESS)
+            status = table->download(state, index, memory, host, bytes, NULL);
+        up[i] = uploaded - started;
+        down[i] = now_seconds() - uploaded;
+    }
+    rates->upload_pinned_bytes = 0;
+    bool pin = status == LOCUS_SUCCESS && table->pin && table->unpin &&
+               table->pin(state, index, host, bytes) == LOCUS_SUCCESS;
+    for (size_t i = 0; pin && i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
+        double started = now_seconds();
+        status = table->upload(state, index, memory, host, bytes, NULL);
+        pinned[i] = now_seconds() - started;
+    }
+    if (pin)
+        table->unpin(state, index, host);
+    if (memory)
+        table->free(state, index, memory);
+    free(host);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    /* The first of each is the warm-up (page faults, staging set-up). */
+    rates->upload_pageable_bytes =
+        (double)bytes / locus__robust_mean(up + 1, SAMPLES);
+    rates->download_bytes =
+        (double)bytes / locus__robust_mean(down + 1, SAMPLES);
+    if (pin)
+        rates->upload_pinned_bytes =
+            (double)bytes / locus__robust_mean(pinned + 1, SAMPLES);
+    return LOCUS_SUCCESS;
+}
+
+static _Thread_local bool measuring;
+
+bool locus__calibrating(void)
+{
+    return measuring;
+}
+
+static locus_status measure(locus_context *context, locus_device *device,
+                            locus__rates *rates)
+{
+    locus__rates measured = {0};
+    locus__record_pause(true);
+    measuring = true;
+    locus_status status = LOCUS_SUCCESS;
+    if (locus__device_offers(device, LOCUS__OP_REDUCE)) {
+        status = measure_launch(context, device, &measured);
+        if (status == LOCUS_SUCCESS)
+            status = measure_reduce(context, device, &measured);
+    }
+    if (status == LOCUS_SUCCESS && locus__device_offers(device, LOCUS__OP_GEMM))
+        status = measure_gemm(context, device, &measured);
+    if (status == LOCUS_SUCCESS &&
+        locus__device_offers(device, LOCUS__OP_CONV2D))
+        status = measure_conv(context, device, &measured);
+    if (status == LOCUS_SUCCESS && !device->backend->table->host_memory)
+        status = measure_transfers(device, &measured);
+    measuring = false;
+    locus__record_pause(false);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    /* An op a device does not offer keeps a nominal figure; the scheduler
+     * never asks for it. */
+    locus__rates nominal;
+    locus__nominal_rates(device, &nominal);
+    if (measured.launch_seconds == 0) {
+        measured.launch_seconds = nominal.launch_seconds;
+        measured.reduce_bytes = nominal.reduce_bytes;
+    }
+    if (measured.gemm_flops == 0) {
+        measured.gemm_flops = nominal.gemm_flops;
+        measured.gemm_fixed_seconds = nominal.gemm_fixed_seconds;
+    }
+    if (measured.conv_flops == 0) {
+        measured.conv_flops = nominal.conv_flops;
+        measured.conv_fixed_seconds = nominal.conv_fixed_seconds;
+    }
+    *rates = measured;
+    return LOCUS_SUCCESS;
+}
+
+/* What the figures depend on: this host, the device and its driver, the
+ * workers the CPU device has, the kernels it may use, and the library. A
+ * change in any of them is a new key, so a stale file is never read. */
+static bool calibration_key(locus_context *context, const locus_device *device,
+                            char *key, size_t size)
+{
+    char host[256] = "unknown";
+    if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    int written =
+        snprintf(key, size,
+                 "locus=%s host=%s topology=%s device=%s name=%s vendor=%s "
+                 "version=%s units=%d memory=%llu workers=%d isa=%s",
+                 locus_version_string(), host, context->topology.source,
+                 device->info.selector, device->info.name, device->info.vendor,
+                 device->info.version, device->info.compute_units,
+                 (unsigned long long)device->info.memory_bytes,
+                 locus__pool_size(context->pool),
+                 locus__isa_name(context->config.cpu_isa));
+    if (written < 0 || (size_t)written >= size)
+        return false;
+    for (char *c = key; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    return true;
+}
+
+static uint64_t key_hash(const char *key)
+{
+    uint64_t hash = UINT64_C(14695981039346656037);
+    for (const char *c = key; *c; c++) {
+        hash ^= (unsigned char)*c;
+        hash *= UINT64_C(1099511628211);
+    }
+    return hash;
+}
+
+/* $XDG_CACHE_HOME/locus, else ~/.cache/locus; made when missing. */
+static bool cache_dir(char *dir, size_t size)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int written;
+    if (xdg && xdg[0] == '/')
+        written = snprintf(dir, size, "%s/locus", xdg);
+    else if (home && home[0] == '/')
+        written = snprintf(dir, size, "%s/.cache/locus", home);
+    else
+        return false;
+    if (written < 0 || (size_t)written >= size)
+        return false;
+    /* Each level in turn, as mkdir -p does. */
+    for (char *slash = strchr(dir + 1, '/');; slash = strchr(slash + 1, '/')) {
+        if (slash)
+            *slash = '\0';
+        bool made = mkdir(dir, 0755) == 0 || errno == EEXIST;
+        if (slash)
+            *slash = '/';
+        if (!made)
+            return false;
+        if (!slash)
+            return true;
+    }
+}
+
+static bool cache_paths(const char *key, char *path, char *lock_path,
+                        size_t size)
+{
+    char dir[3072];
+    if (!cache_dir(dir, sizeof dir))
+        return false;
+    unsigned long long hash = (unsigned long long)key_hash(key);
+    int a = snprintf(path, size, "%s/calibration-%016llx.txt", dir, hash);
+    int b = snprintf(lock_path, size, "%s/calibration-%016llx.lock", dir, hash);
+    return a > 0 && (size_t)a < size && b > 0 && (size_t)b < size;
+}
+
+static bool read_cache(locus_context *context, const char *path,
+                       const char *key, locus__rates *rates)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return false;
+    char text[MAX_FILE_BYTES + 1];
+    size_t length = fread(text, 1, sizeof text, file);
+    bool read_error = ferror(file) != 0;
+    fclose(file);
+    locus_status status =
+        read_error || length > MAX_FILE_BYTES
+            ? locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                          "calibration file is unreadable or too long")
+            : locus__calibration_parse(text, length, key, rates);
+    if (status != LOCUS_SUCCESS)
+        locus__log(context, LOCUS_LOG_WARN, "%s: %s; measuring again", path,
+                   locus_last_error());
+    return status == LOCUS_SUCCESS;
+}
+
+/* Written to a file of its own and renamed over the old one, so that
+ * another process (an MPI rank) reads the old file or the new one, never a
+ * half-written one. */
+static void write_cache(locus_context *context, const char *path,
+                        const char *key, const locus__rates *rates)
+{
+    char text[MAX_FILE_BYTES];
+    size_t length = locus__calibration_format(rates, key, text, sizeof text);
+    char temporary[4200];
+    int written = snprintf(temporary, sizeof temporary, "%s.%ld.tmp", path,
+                           (long)getpid());
+    bool ok = length < sizeof text && written > 0 &&
+              (size_t)written < sizeof temporary;
+    int fd = ok ? open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+    ok = fd >= 0 && write(fd, text, length) == (ssize_t)length;
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    if (ok && rename(temporary, path) != 0)
+        ok = false;
+    if (!ok) {
+        if (fd >= 0)
+            unlink(temporary);
+        locus__log(context, LOCUS_LOG_WARN,
+                   "could not write the calibration cache %s: %s", path,
+                   strerror(errno));
+    }
+}
+
+/* Measures, under an exclusive lock on the device's lock file, so that ranks
+ * starting together measure once and the others read what it wrote (and
+ * do not disturb the measurement). remeasure: the cache is not consulted. */
+static locus__rates_source look_up_or_measure(locus_context *context,
+                                              locus_device *device,
+                                              bool remeasure,
+                                              locus__rates *rates)
+{
+    char key[LOCUS__CALIBRATION_KEY_MAX], path[4096], lock_path[4096];
+    bool have_key = calibration_key(context, device, key, sizeof key);
+    bool have_paths =
+        have_key && cache_paths(key, path, lock_path, sizeof path);
+    if (have_paths && !remeasure && read_cache(context, path, key, rates))
+        return LOCUS__RATES_CACHED;
+    int lock = have_paths ? open(lock_path, O_RDWR | O_CREAT, 0644) : -1;
+    if (lock >= 0 && flock(lock, LOCK_EX) != 0) {
+        close(lock);
+        lock = -1;
+    }
+    locus__rates_source source = LOCUS__RATES_NONE;
+    if (lock >= 0 && !remeasure && read_cache(context, path, key, rates))
+        source = LOCUS__RATES_CACHED;
+    if (source == LOCUS__RATES_NONE) {
+        if (measure(context, device, rates) == LOCUS_SUCCESS) {
+            source = LOCUS__RATES_MEASURED;
+            if (have_paths)
+                write_cache(context, path, key, rates);
+            else
+                locus__log(context, LOCUS_LOG_INFO,
+                           "no cache directory (XDG_CACHE_HOME, HOME): the "
+                           "calibration of %s is not kept",
+                           device->info.selector);
+        } else {
+            locus__log(context, LOCUS_LOG_WARN,
+                       "calibrating %s failed (%s); using nominal figures",
+                       device->info.selector, locus_last_error());
+            locus__nominal_rates(device, rates);
+            source = LOCUS__RATES_NOMINAL;
+        }
+    }
+    if (lock >= 0)
+        close(lock); /* releases the flock */
+    return source;
+}
+
+static void settle(locus_context *context, locus_device *device,
+                   locus__rates_source source)
+{
+    const locus__rates *r = &device->rates;
+    locus__log(context, LOCUS_LOG_INFO,
+               "%s rates (%s): launch %.1f us, gemm %.1f GFLOP/s + %.1f us, "
+               "conv %.1f GFLOP/s + %.1f us, reduce %.1f GB/s, upload %.1f "
+               "GB/s (pinned %.1f), download %.1f GB/s",
+               device->info.selector, locus__rates_source_str(source),
+               r->launch_seconds * 1e6, r->gemm_flops * 1e-9,
+               r->gemm_fixed_seconds * 1e6, r->conv_flops * 1e-9,
+               r->conv_fixed_seconds * 1e6, r->reduce_bytes * 1e-9,
+               r->upload_pageable_bytes * 1e-9, r->upload_pinned_bytes * 1e-9,
+               r->download_bytes * 1e-9);
+    __atomic_store_n(&device->rates_source, (int)source, __ATOMIC_RELEASE);
+}
+
+const locus__rates *locus__device_rates(locus_context *context,
+                                        locus_device *device)
+{
+    if (__atomic_load_n(&device->rates_source, __ATOMIC_ACQUIRE) !=
+        LOCUS__RATES_NONE)
+        return &device->rates;
+    if (measuring) {
+        /* Never reached (ops under calibration do not fall back), but the
+         * calibration lock is held: nominal figures, not a deadlock. */
+        static _Thread_local locus__rates nominal;
+        locus__nominal_rates(device, &nominal);
+        return &nominal;
+    }
+    pthread_mutex_lock(&context->calibration_lock);
+    if (device->rates_source == LOCUS__RATES_NONE) {
+        locus__calibration_mode mode = context->config.calibration;
+        locus__rates_source source;
+        if (mode == LOCUS__CALIBRATION_NOMINAL) {
+            locus__nominal_rates(device, &device->rates);
+            source = LOCUS__RATES_NOMINAL;
+        } else {
+            source = look_up_or_measure(context, device,
+                                        mode == LOCUS__CALIBRATION_REMEASURE,
+                                        &device->rates);
+        }
+        settle(context, device, source);
+    }
+    pthread_mutex_unlock(&context->calibration_lock);
+    return &device->rates;
+}
+
+locus_status locus__calibrate(locus_context *context, locus_device *device)
+{
+    pthread_mutex_lock(&context->calibration_lock);
+    locus__rates rates;
+    locus__rates_source source =
+        look_up_or_measure(context, device, true, &rates);
+    if (source == LOCUS__RATES_MEASURED) {
+        device->rates = rates;
+        settle(context, device, source);
+    }
+    pthread_mutex_unlock(&context->calibration_lock);
+    return source == LOCUS__RATES_MEASURED ? LOCUS_SUCCESS
+                                           : locus__fail(LOCUS_ERROR_BACKEND,
+                                                         "calibrating %s "
+                                                         "failed",
+                                                         device->info.selector);
+}
+
+LOCUS_API void locus_calibration_init(locus_calibration *calibration)
+{
+    if (!calibration)
+        return;
+    memset(calibration, 0, sizeof *calibration);
+    calibration->struct_size = sizeof *calibration;
+}
+
+LOCUS_API locus_status locus_device_calibration(locus_device *device,
+                                                int remeasure,
+                                                locus_calibration *out)
+{
+    locus__clear_error();
+    if (!device || !out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !device ? "device" : "out");
+    if (out->struct_size < sizeof *out)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "calibration struct_size %zu: call "
+                           "locus_calibration_init first",
+                           out->struct_size);
+    locus_context *context = device->context;
+    if (remeasure) {
+        locus_status status = locus__calibrate(context, device);
+        if (status != LOCUS_SUCCESS)
+            return status;
+    }
+    const locus__rates *r = locus__device_rates(context, device);
+    locus_calibration_init(out);
+    snprintf(out->source, sizeof out->source, "%s",
+             locus__rates_source_str((locus__rates_source)__atomic_load_n(
+                 &device->rates_source, __ATOMIC_ACQUIRE)));
+    out->launch_seconds = r->launch_seconds;
+    out->gemm_fixed_seconds = r->gemm_fixed_seconds;
+    out->gemm_flops_per_second = r->gemm_flops;
+    out->conv_fixed_seconds = r->conv_fixed_seconds;
+    out->conv_flops_per_second = r->conv_flops;
+    out->reduce_bytes_per_second = r->reduce_bytes;
+    out->upload_pageable_bytes_per_second = r->upload_pageable_bytes;
+    out->upload_pinned_bytes_per_second = r->upload_pinned_bytes;
+    out->download_bytes_per_second = r->download_bytes;
+    return LOCUS_SUCCESS;
+}
