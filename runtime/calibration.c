@@ -45,17 +45,17 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
     memset(rates, 0, sizeof *rates);
     if (device->backend->table->host_memory) {
         *rates = (locus__rates){5e-6, 20e-6, 8e9 * units, 20e-6, 4e9 * units,
-                                10e9, 0,     0,           0};
+                                10e9, 0,     0,           0,     0};
     } else if (device->info.kind == LOCUS_DEVICE_GPU) {
         double launch = is_cuda ? 10e-6 : 30e-6;
         double flops = (is_cuda ? 128e9 : 64e9) * units;
         *rates =
             (locus__rates){launch, 2 * launch, flops, 2 * launch, flops / 2,
-                           1e12,   12e9,       25e9,  12e9};
+                           1e12,   12e9,       25e9,  12e9,       launch};
     } else {
         /* An OpenCL CPU device shares the cores with our workers. */
         *rates = (locus__rates){50e-6, 100e-6, 4e9 * units, 100e-6, 2e9 * units,
-                                10e9,  10e9,   10e9,        10e9};
+                                10e9,  10e9,   10e9,        10e9,   20e-6};
     }
 }
 
@@ -376,6 +376,15 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
     void *memory = NULL;
     locus_status status = table->alloc(state, index, bytes, &memory);
     double up[SAMPLES + 1], down[SAMPLES + 1], pinned[SAMPLES + 1];
+    double small[LAUNCH_SAMPLES + 1];
+    /* The latency: a 4 KiB copy down and up, which moves next to nothing. */
+    for (size_t i = 0; i <= LAUNCH_SAMPLES && status == LOCUS_SUCCESS; i++) {
+        double started = now_seconds();
+        status = table->download(state, index, memory, host, 4096, NULL);
+        if (status == LOCUS_SUCCESS)
+            status = table->upload(state, index, memory, host, 4096, NULL);
+        small[i] = 0.5 * (now_seconds() - started);
+    }
     for (size_t i = 0; i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
         double started = now_seconds();
         status = table->upload(state, index, memory, host, bytes, NULL);
@@ -408,6 +417,7 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
     if (pin)
         rates->upload_pinned_bytes =
             (double)bytes / locus__robust_mean(pinned + 1, SAMPLES);
+    rates->transfer_seconds = locus__robust_mean(small + 1, LAUNCH_SAMPLES);
     return LOCUS_SUCCESS;
 }
 
@@ -471,16 +481,21 @@ static bool calibration_key(locus_context *context, const locus_device *device,
     if (gethostname(host, sizeof host - 1) != 0)
         snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
-    int written =
-        snprintf(key, size,
-                 "locus=%s host=%s topology=%s device=%s name=%s vendor=%s "
-                 "version=%s units=%d memory=%llu workers=%d isa=%s",
-                 locus_version_string(), host, context->topology.source,
-                 device->info.selector, device->info.name, device->info.vendor,
-                 device->info.version, device->info.compute_units,
-                 (unsigned long long)device->info.memory_bytes,
-                 locus__pool_size(context->pool),
-                 locus__isa_name(context->config.cpu_isa));
+    int written = snprintf(
+        key, size,
+        "locus=%s host=%s topology=%s device=%s name=%s vendor=%s "
+        "version=%s units=%d memory=%llu workers=%d isa=%s",
+        locus_version_string(), host, context->topology.source,
+        device->info.selector, device->info.name, device->info.vendor,
+        device->info.version, device->info.compute_units,
+        /* A host device's memory is the machine's, which a VM's balloon
+         * changes from one process to the next; it says nothing of the
+         * rates. A device's own memory names its model. */
+        device->backend->table->host_memory
+            ? 0ULL
+            : (unsigned long long)device->info.memory_bytes,
+        locus__pool_size(context->pool),
+        locus__isa_name(context->config.cpu_isa));
     if (written < 0 || (size_t)written >= size)
         return false;
     for (char *c = key; *c; c++)
@@ -640,13 +655,14 @@ static void settle(locus_context *context, locus_device *device,
     locus__log(context, LOCUS_LOG_INFO,
                "%s rates (%s): launch %.1f us, gemm %.1f GFLOP/s + %.1f us, "
                "conv %.1f GFLOP/s + %.1f us, reduce %.1f GB/s, upload %.1f "
-               "GB/s (pinned %.1f), download %.1f GB/s",
+               "GB/s (pinned %.1f), download %.1f GB/s, copy latency %.1f "
+               "us",
                device->info.selector, locus__rates_source_str(source),
                r->launch_seconds * 1e6, r->gemm_flops * 1e-9,
                r->gemm_fixed_seconds * 1e6, r->conv_flops * 1e-9,
                r->conv_fixed_seconds * 1e6, r->reduce_bytes * 1e-9,
                r->upload_pageable_bytes * 1e-9, r->upload_pinned_bytes * 1e-9,
-               r->download_bytes * 1e-9);
+               r->download_bytes * 1e-9, r->transfer_seconds * 1e6);
     __atomic_store_n(&device->rates_source, (int)source, __ATOMIC_RELEASE);
 }
 
@@ -740,5 +756,6 @@ LOCUS_API locus_status locus_device_calibration(locus_device *device,
     out->upload_pageable_bytes_per_second = r->upload_pageable_bytes;
     out->upload_pinned_bytes_per_second = r->upload_pinned_bytes;
     out->download_bytes_per_second = r->download_bytes;
+    out->copy_latency_seconds = r->transfer_seconds;
     return LOCUS_SUCCESS;
 }

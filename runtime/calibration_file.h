@@ -22,6 +22,7 @@ typedef struct locus__rates {
     double upload_pageable_bytes; /* host -> device from ordinary memory */
     double upload_pinned_bytes;   /* host -> device from pinned memory */
     double download_bytes;        /* device -> host into ordinary memory */
+    double transfer_seconds;      /* the latency of one small copy */
 } locus__rates;
 
 /* Longest key the file carries: host, device, driver and layout version. */

@@ -232,12 +232,6 @@ static locus_status begin_run(op_run *run, const char *op_name)
     snprintf(run->record.op, sizeof run->record.op, "%s", op_name);
     snprintf(run->record.device, sizeof run->record.device, "%s",
              run->device->info.selector);
-    snprintf(run->record.chosen_by, sizeof run->record.chosen_by, "%s",
-             run->choice.chosen_by);
-    run->record.estimated_seconds = run->choice.estimated_seconds;
-    run->record.estimate_count = run->choice.estimate_count;
-    memcpy(run->record.estimates, run->choice.estimates,
-           sizeof run->record.estimates);
     locus_status status = locus__account_begin(
         &run->account, &run->context->topology, run->context->pool);
     if (status != LOCUS_SUCCESS)
@@ -285,6 +279,9 @@ static void end_run(op_run *run, locus_status status, locus_record *out)
     locus__account_release(&run->account);
     if (status != LOCUS_SUCCESS)
         return;
+    if (!out && !run->context->record_file)
+        return;
+    locus__choice_to_record(&run->choice, &run->record);
     locus__record_append(run->context, &run->record);
     if (out)
         locus__record_copy_out(out, &run->record);

@@ -74,7 +74,7 @@ static locus_device *holder_of(locus_context *context, uint64_t valid)
 /* What bringing the stale inputs to the device costs: a copy down from the
  * device that holds one (when the host's copy is stale too), then a copy up
  * unless the device computes on host memory; each copy also pays its
- * device's latency (its launch time), which dominates small buffers. */
+ * device's copy latency (calibrated), which dominates small buffers. */
 static double transfer_seconds(locus_context *context, locus_device *device,
                                const locus__op_cost *cost,
                                const locus__rates *rates, bool *any_current)
@@ -99,12 +99,12 @@ static double transfer_seconds(locus_context *context, locus_device *device,
                 const locus__rates *from = locus__device_rates(context, holder);
                 if (from->download_bytes > 0)
                     seconds +=
-                        from->launch_seconds + bytes / from->download_bytes;
+                        from->transfer_seconds + bytes / from->download_bytes;
             }
         }
         if (to_device && rates->upload_pageable_bytes > 0)
             seconds +=
-                rates->launch_seconds + bytes / rates->upload_pageable_bytes;
+                rates->transfer_seconds + bytes / rates->upload_pageable_bytes;
     }
     return seconds;
 }
@@ -135,8 +135,8 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
     seconds += transfer_seconds(context, device, cost, rates, &any_current);
     if (!device->backend->table->host_memory && !any_current &&
         rates->download_bytes > 0 && cost->output_bytes > 0)
-        seconds +=
-            rates->launch_seconds + cost->output_bytes / rates->download_bytes;
+        seconds += rates->transfer_seconds +
+                   cost->output_bytes / rates->download_bytes;
     return seconds;
 }
 
@@ -211,9 +211,8 @@ static locus_device *rank_devices(locus_context *context,
     out->estimate_count =
         count < LOCUS_RECORD_MAX_ESTIMATES ? count : LOCUS_RECORD_MAX_ESTIMATES;
     for (size_t i = 0; i < out->estimate_count; i++) {
-        snprintf(out->estimates[i].device, sizeof out->estimates[i].device,
-                 "%s", order[i]->info.selector);
-        out->estimates[i].seconds = seconds[i];
+        out->candidates[i] = order[i];
+        out->seconds[i] = seconds[i];
     }
     size_t pick = count ? spread_over_ranks(context, order, seconds, count) : 0;
     out->device = count ? order[pick] : NULL;
@@ -233,8 +232,9 @@ static void explain(locus_context *context, const locus__op_cost *cost,
     for (size_t i = 1; i < choice->estimate_count && used < sizeof others;
          i++) {
         int n = snprintf(others + used, sizeof others - used, "%s%s %.3g ms",
-                         i > 1 ? ", " : "; ", choice->estimates[i].device,
-                         choice->estimates[i].seconds * 1e3);
+                         i > 1 ? ", " : "; ",
+                         choice->candidates[i]->info.selector,
+                         choice->seconds[i] * 1e3);
         if (n < 0)
             break;
         used += (size_t)n;
@@ -252,6 +252,20 @@ static void explain(locus_context *context, const locus__op_cost *cost,
                choice->estimated_seconds * 1e3, others,
                choice->device->backend->table->host_memory ? 0.0
                                                            : stale * 1e-6);
+}
+
+void locus__choice_to_record(const locus__choice *choice, locus_record *record)
+{
+    snprintf(record->chosen_by, sizeof record->chosen_by, "%s",
+             choice->chosen_by ? choice->chosen_by : "");
+    record->estimated_seconds = choice->estimated_seconds;
+    record->estimate_count = choice->estimate_count;
+    for (size_t i = 0; i < choice->estimate_count; i++) {
+        snprintf(record->estimates[i].device,
+                 sizeof record->estimates[i].device, "%s",
+                 choice->candidates[i]->info.selector);
+        record->estimates[i].seconds = choice->seconds[i];
+    }
 }
 
 locus_status locus__sched_choose(locus_context *context,

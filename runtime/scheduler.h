@@ -31,8 +31,14 @@ typedef struct locus__choice {
     const char *chosen_by; /* "caller", "LOCUS_DEVICE", "auto", "fallback" */
     double estimated_seconds;
     size_t estimate_count; /* cheapest first */
-    locus_estimate estimates[LOCUS_RECORD_MAX_ESTIMATES];
+    const locus_device *candidates[LOCUS_RECORD_MAX_ESTIMATES];
+    double seconds[LOCUS_RECORD_MAX_ESTIMATES];
 } locus__choice;
+
+/* Fills the record's chosen_by and estimates from the choice: only when a
+ * record is wanted (formatting selectors costs more than choosing). */
+void locus__choice_to_record(const locus__choice *choice,
+                             locus_record *record);
 
 /* The device an op without one runs on: the first LOCUS_DEVICE item that
  * matches a device offering the op, else (or for `auto`) the cheapest by the

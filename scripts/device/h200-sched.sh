@@ -4,7 +4,8 @@
 # sweep, the multi-device gemm split against each single device, and the
 # MPI examples under mpirun. Builds in /tmp/locus-build unless
 # h200-measure.sh already did in this machine's life. Results go to $OUT:
-# run.log, calibrate.json, sched.json, split.json, mpi.log.
+# run.log, calibrate.json, sched.json, split.json. `sched-only` as the
+# first argument stops after the regret benchmark.
 set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
@@ -13,6 +14,14 @@ mkdir -p /tmp/icd
 cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
 echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
 export OCL_ICD_VENDORS=/tmp/icd
+# The tool links the bench's references (OpenBLAS, oneDNN): h200-measure.sh
+# unpacked them under /opt/deps; unpack them here when it did not run.
+if [ ! -d /opt/deps/usr ]; then
+    mkdir -p /opt/deps
+    for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
+fi
+deps=/opt/deps/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH="$deps:$deps/openblas-pthread"
 build=/tmp/locus-build
 [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release || exit 1
 ninja -C "$build" || exit 1
@@ -36,13 +45,15 @@ d = json.load(open(sys.argv[1]))
 for r in d["results"]:
     print(f'{r["op"]:7} {r["shape"]:26} {r["start"]:9} {r["device"]:9} '
           f'{r["seconds"]*1e3:9.3f} ms  best {r["reference"]["name"]:9} '
-          f'{r["reference"]["seconds"]*1e3:9.3f} ms  regret {r["regret"]:.2f}')
+          f'{r["reference"]["seconds"]*1e3:9.3f} ms  regret {r["regret"]:.2f}'
+          f'  elsewhere {r["auto_runs_elsewhere"]}')
 print("summary", d["summary"])
 PY
 
 LOCUS_LOG=info timeout 60 "$locus" bench sched --op gemm --size 64 --size 2048 \
     --repeat 1 2>&1 | grep "auto:" | head -4 >&3
 
+[ "${1:-}" = sched-only ] && exit 0
 # The split (locus_gemm_split) against each single device, data on the host.
 timeout 240 "$locus" bench split --size 2048,4096,8192 --devices cuda:0,cpu \
     --json >"$out/split.json"

@@ -46,7 +46,8 @@ void bench_sched_usage(FILE *out)
         "                (N x N x N), conv H (a 3x3 64->64 layer on H x H at\n"
         "                batch 1); defaults sweep tiny to large\n"
         "  --repeat N    timed runs per point, the median kept (default 3;\n"
-        "                five times as many for points under 2 ms)\n"
+        "                at least two per configuration, 41 for points\n"
+        "                under 2 ms)\n"
         "  --seed N      seed of the random inputs\n"
         "  --json        results as JSON on stdout\n"
         "  -h, --help    this text\n",
@@ -84,6 +85,7 @@ typedef struct point {
     char shape[64];
     char start[40];
     char auto_device[32];
+    int auto_elsewhere; /* timed runs in which auto chose another device */
     double auto_seconds;
     size_t fixed_count;
     char fixed_device[MAX_DEVICES][32];
@@ -349,18 +351,39 @@ static locus_status time_once(locus_context *context, locus_device *device,
 }
 
 /* Auto and every fixed device, run in turn within each round, so that a
- * slow spell of the machine hits them alike; the median of each is kept
- * after one untimed round (program builds, first touch). */
+ * slow spell of the machine hits them alike, in an order shuffled from
+ * round to round: what ran just before matters (two driver contexts
+ * sharing a GPU switch between them, caches and clocks cool while a GPU
+ * works), and a fixed cyclic order would always put the same configuration
+ * after the same one. The median of each is kept after one untimed round
+ * (program builds, first touch). */
 static locus_status time_all(locus_context *context, locus_device **devices,
                              size_t device_count, workload *w,
-                             locus_device *start, int repeat, point *p)
+                             locus_device *start, int repeat, random_state *rng,
+                             point *p)
 {
     static double times[MAX_DEVICES + 1][MAX_RUNS];
-    int runs = repeat;
+    size_t configs = device_count + 1;
+    /* At least two rounds per configuration, so that each has followed
+     * several others. */
+    int runs = repeat > (int)(2 * configs) ? repeat : (int)(2 * configs);
+    if (runs > MAX_RUNS)
+        runs = MAX_RUNS;
+    char first_choice[32] = "";
+    size_t order[MAX_DEVICES + 1];
+    for (size_t i = 0; i < configs; i++)
+        order[i] = i;
     locus_status status = LOCUS_SUCCESS;
     for (int run = -1; run < runs && status == LOCUS_SUCCESS; run++) {
         double slowest = 0;
-        for (size_t c = 0; c <= device_count && status == LOCUS_SUCCESS; c++) {
+        for (size_t i = configs - 1; i > 0; i--) {
+            size_t j = random_below(rng, i + 1);
+            size_t t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (size_t i = 0; i < configs && status == LOCUS_SUCCESS; i++) {
+            size_t c = order[i];
             locus_device *device = c == 0 ? NULL : devices[c - 1];
             char *chosen = c == 0 ? p->auto_device : p->fixed_device[c - 1];
             double seconds = 0;
@@ -368,11 +391,17 @@ static locus_status time_all(locus_context *context, locus_device **devices,
                                sizeof p->auto_device);
             if (run >= 0)
                 times[c][run] = seconds;
+            if (c == 0 && run == 0)
+                snprintf(first_choice, sizeof first_choice, "%s",
+                         p->auto_device);
+            else if (c == 0 && run > 0 &&
+                     strcmp(first_choice, p->auto_device) != 0)
+                p->auto_elsewhere++;
             slowest = seconds > slowest ? seconds : slowest;
         }
-        /* After the warm-up: rounds under 2 ms get more runs. */
+        /* After the warm-up: rounds under 2 ms get the most runs. */
         if (run == -1 && slowest < 2e-3)
-            runs = repeat * 5 < MAX_RUNS ? repeat * 5 : MAX_RUNS;
+            runs = MAX_RUNS;
     }
     if (status != LOCUS_SUCCESS)
         return status;
@@ -427,7 +456,7 @@ static void measure_size(locus_context *context, const sched_request *request,
                  start ? start_info.selector : "host");
         progress_show("sched %s %s from %s", p->op, p->shape, p->start);
         locus_status status = time_all(context, devices, device_count, &w,
-                                       start, request->repeat, p);
+                                       start, request->repeat, rng, p);
         if (status != LOCUS_SUCCESS) {
             report_locus_failure("bench sched: %s %s from %s", p->op, p->shape,
                                  p->start);
@@ -459,7 +488,11 @@ static void print_table(const point *points, size_t count)
         table_set(&t, 0, "%s", p->op);
         table_set(&t, 1, "%s", p->shape);
         table_set(&t, 2, "%s", p->start);
-        table_set(&t, 3, "%s", p->auto_device);
+        if (p->auto_elsewhere)
+            table_set(&t, 3, "%s (%d runs elsewhere)", p->auto_device,
+                      p->auto_elsewhere);
+        else
+            table_set(&t, 3, "%s", p->auto_device);
         table_set(&t, 4, "%.3f", p->auto_seconds * 1e3);
         table_set(&t, 5, "%s", p->fixed_device[p->best]);
         table_set(&t, 6, "%.3f", p->fixed_seconds[p->best] * 1e3);
@@ -503,6 +536,8 @@ static void print_json(const point *points, size_t count, double geomean,
         json_double(&json, 1.0 / p->regret);
         json_key(&json, "regret");
         json_double(&json, p->regret);
+        json_key(&json, "auto_runs_elsewhere");
+        json_int(&json, p->auto_elsewhere);
         json_key(&json, "fixed");
         json_begin_array(&json);
         for (size_t d = 0; d < p->fixed_count; d++) {

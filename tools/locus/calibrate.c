@@ -90,6 +90,7 @@ static void json_device(json_writer *json, const locus_device_info *info,
          c->upload_pageable_bytes_per_second},
         {"upload_pinned_bytes_per_second", c->upload_pinned_bytes_per_second},
         {"download_bytes_per_second", c->download_bytes_per_second},
+        {"copy_latency_seconds", c->copy_latency_seconds},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         json_key(json, fields[i].key);
@@ -115,8 +116,9 @@ static void table_device(table *t, const locus_device_info *info,
         table_set(t, 7, c->upload_pinned_bytes_per_second > 0 ? "%.1f" : "-",
                   c->upload_pinned_bytes_per_second * 1e-9);
         table_set(t, 8, "%.1f", c->download_bytes_per_second * 1e-9);
+        table_set(t, 9, "%.1f", c->copy_latency_seconds * 1e6);
     } else {
-        for (size_t column = 6; column <= 8; column++)
+        for (size_t column = 6; column <= 9; column++)
             table_set(t, column, "-");
     }
 }
@@ -143,12 +145,12 @@ int calibrate_command(int argc, char **argv)
         return EXIT_FAILURE;
     }
     static const char *const headers[] = {
-        "device",       "source",       "launch us",
-        "gemm GFLOP/s", "conv GFLOP/s", "reduce GB/s",
-        "upload GB/s",  "pinned GB/s",  "download GB/s"};
+        "device",        "source",      "launch us",   "gemm GFLOP/s",
+        "conv GFLOP/s",  "reduce GB/s", "upload GB/s", "pinned GB/s",
+        "download GB/s", "copy us"};
     table t;
-    table_init(&t, 9, headers);
-    for (size_t column = 2; column < 9; column++)
+    table_init(&t, 10, headers);
+    for (size_t column = 2; column < 10; column++)
         table_align_right(&t, column);
     json_writer json;
     if (options.json) {
