@@ -24,8 +24,9 @@
  * tile) and its workspace is smaller; else im2col. The implicit GEMM is
  * not offered here (LOCUS_ERROR_NOT_SUPPORTED when asked for by name).
  *
- * record->workspace_bytes: the device bytes this call allocated (the
- * lowered chunk plus F').
+ * record->workspace_bytes: the device bytes this call's workspace takes
+ * (the lowered chunk plus F'), whether allocated for it or, on CPU
+ * devices, kept from an earlier call (workspace()).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,8 @@
 #define CONV_WORKSPACE_CAP ((size_t)256 << 20)
 #define AUTO_MEC_MIN_WIDTH 28
 #define LOWER_GROUP 64
+/* Enough to even out rows of unequal cost (padding rows are cheap). */
+#define LOWER_ITEMS_PER_UNIT 8
 
 typedef struct conv_shape {
     size_t n, c, h, w, k, r, s, sh, sw, ph, pw, p, q;
@@ -94,25 +97,81 @@ static size_t images_per_chunk(const opencl_device *device, size_t batch,
     return images < batch ? images : batch;
 }
 
-/* A workspace buffer, failing like an exhausted device when it exceeds the
- * largest allocation, so the runtime can place the work elsewhere. */
-static locus_status workspace(const conv_run *run, size_t bytes, cl_mem *out)
+/* The lowering kernels' `total` (conv.cl): the elements written on GPUs,
+ * one work-item each; the rows of `row_length` elements in the CPU
+ * variant. */
+static cl_ulong lower_total(const conv_run *run, size_t rows, size_t row_length)
 {
+    return run->device->tuning.cpu_kernels ? (cl_ulong)rows
+                                           : (cl_ulong)rows * row_length;
+}
+
+/* The work-items of a lowering kernel: one per element on GPUs; in the
+ * CPU variant LOWER_ITEMS_PER_UNIT per compute unit (fewer when there are
+ * fewer rows), each copying a share of the rows. */
+static size_t lower_items(const conv_run *run, cl_ulong total)
+{
+    if (!run->device->tuning.cpu_kernels)
+        return (size_t)total;
+    const size_t units =
+        run->device->compute_units > 0 ? (size_t)run->device->compute_units : 1;
+    const size_t items = units * LOWER_ITEMS_PER_UNIT;
+    return total < items ? (size_t)total : items;
+}
+
+static size_t lower_group(const conv_run *run)
+{
+    return run->device->tuning.cpu_kernels ? 1 : LOWER_GROUP;
+}
+
+/* A workspace buffer, failing like an exhausted device when it exceeds the
+ * largest allocation, so the runtime can place the work elsewhere. The
+ * caller releases it.
+ *
+ * On CPU devices the buffer of each slot (0: the lowered images, 1: the
+ * permuted filter) is kept for the next call and handed out again,
+ * retained, when it is large enough: PoCL backs every new buffer with
+ * fresh pages, whose faults and zeroing cost a conv of one ResNet image a
+ * tenth of its time. It is host memory, at most CONV_WORKSPACE_CAP per
+ * slot, held until the context ends (locus__opencl_program_release).
+ * GPUs allocate per call, as they always have. */
+static locus_status workspace(const conv_run *run, size_t bytes, int slot,
+                              cl_mem *out)
+{
+    opencl_device *device = run->device;
     *out = NULL;
-    if ((uint64_t)bytes > run->device->max_alloc_bytes)
+    if ((uint64_t)bytes > device->max_alloc_bytes)
         return run->state->services->fail(
             LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
             "opencl:%zu (%s) conv2d: a workspace of %zu bytes exceeds "
             "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes)",
-            run->index, run->device->name, bytes,
-            (unsigned long long)run->device->max_alloc_bytes);
+            run->index, device->name, bytes,
+            (unsigned long long)device->max_alloc_bytes);
+    const int keep = device->tuning.cpu_kernels;
     cl_int err = CL_SUCCESS;
-    *out = clCreateBuffer(run->device->context, CL_MEM_READ_WRITE, bytes, NULL,
-                          &err);
+    if (keep && device->workspace[slot] != NULL &&
+        device->workspace_bytes[slot] >= bytes) {
+        err = clRetainMemObject(device->workspace[slot]);
+        if (err != CL_SUCCESS)
+            return locus__opencl_op_fail(run->state, run->index, device, err,
+                                         "clRetainMemObject",
+                                         "conv2d workspace");
+        *out = device->workspace[slot];
+        return LOCUS_SUCCESS;
+    }
+    *out =
+        clCreateBuffer(device->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (*out == NULL || err != CL_SUCCESS) {
         *out = NULL;
-        return locus__opencl_op_fail(run->state, run->index, run->device, err,
+        return locus__opencl_op_fail(run->state, run->index, device, err,
                                      "clCreateBuffer", "conv2d workspace");
+    }
+    if (keep && clRetainMemObject(*out) == CL_SUCCESS) {
+        /* The smaller one it replaces goes once its last user is done. */
+        if (device->workspace[slot] != NULL)
+            clReleaseMemObject(device->workspace[slot]);
+        device->workspace[slot] = *out;
+        device->workspace_bytes[slot] = bytes;
     }
     return LOCUS_SUCCESS;
 }
@@ -150,7 +209,7 @@ static locus_status run_im2col(conv_run *run)
     const size_t per_image = im2col_per_image(s);
     const size_t chunk = images_per_chunk(run->device, s->n, per_image);
     cl_mem cols = NULL;
-    locus_status status = workspace(run, chunk * per_image, &cols);
+    locus_status status = workspace(run, chunk * per_image, 0, &cols);
     if (status != LOCUS_SUCCESS)
         return status;
     run->workspace_bytes = chunk * per_image;
@@ -163,7 +222,7 @@ static locus_status run_im2col(conv_run *run)
          first += chunk) {
         const size_t images = s->n - first < chunk ? s->n - first : chunk;
         const cl_ulong x_off = first * s->c * s->h * s->w;
-        const cl_ulong total = images * crs * pq;
+        const cl_ulong total = lower_total(run, images * crs, pq);
         const opencl_arg args[] = {
             {sizeof(cl_mem), &run->input},
             {sizeof x_off, &x_off},
@@ -182,8 +241,9 @@ static locus_status run_im2col(conv_run *run)
             {sizeof PW, &PW},
         };
         err = locus__opencl_enqueue_1d(run->device, run->device->im2col, args,
-                                       sizeof args / sizeof args[0], total,
-                                       LOWER_GROUP, &failed);
+                                       sizeof args / sizeof args[0],
+                                       lower_items(run, total),
+                                       lower_group(run), &failed);
         if (err == CL_SUCCESS) {
             g.c_off = first * s->k * pq;
             g.batch = images;
@@ -214,9 +274,9 @@ static locus_status run_mec(conv_run *run)
     cl_mem lowered = NULL, permuted = NULL;
     const char *failed = "";
     cl_int err = CL_SUCCESS;
-    locus_status status = workspace(run, chunk * per_image, &lowered);
+    locus_status status = workspace(run, chunk * per_image, 0, &lowered);
     if (status == LOCUS_SUCCESS && permuted_bytes > 0)
-        status = workspace(run, permuted_bytes, &permuted);
+        status = workspace(run, permuted_bytes, 1, &permuted);
     if (status != LOCUS_SUCCESS)
         goto release;
     run->workspace_bytes = chunk * per_image + permuted_bytes;
@@ -224,7 +284,7 @@ static locus_status run_mec(conv_run *run)
                   R = (cl_uint)s->r, S = (cl_uint)s->s, Q = (cl_uint)s->q,
                   SW = (cl_uint)s->sw, PH = (cl_uint)s->ph, PW = (cl_uint)s->pw;
     if (permuted != NULL) {
-        const cl_ulong total = s->k * rcs;
+        const cl_ulong total = lower_total(run, s->k * s->r, s->c * s->s);
         const opencl_arg args[] = {
             {sizeof(cl_mem), &run->filter},
             {sizeof(cl_mem), &permuted},
@@ -235,7 +295,8 @@ static locus_status run_mec(conv_run *run)
         };
         err = locus__opencl_enqueue_1d(run->device, run->device->filter_krcs,
                                        args, sizeof args / sizeof args[0],
-                                       total, LOWER_GROUP, &failed);
+                                       lower_items(run, total),
+                                       lower_group(run), &failed);
     }
     opencl_gemm g = {
         .m = s->k,
@@ -256,7 +317,7 @@ static locus_status run_mec(conv_run *run)
     for (size_t first = 0; first < s->n && err == CL_SUCCESS; first += chunk) {
         const size_t images = s->n - first < chunk ? s->n - first : chunk;
         const cl_ulong x_off = first * s->c * s->h * s->w;
-        const cl_ulong total = images * l_size;
+        const cl_ulong total = lower_total(run, images * l_size / s->q, s->q);
         const opencl_arg args[] = {
             {sizeof(cl_mem), &run->input},
             {sizeof x_off, &x_off},
@@ -273,7 +334,8 @@ static locus_status run_mec(conv_run *run)
         };
         err = locus__opencl_enqueue_1d(run->device, run->device->mec_lower,
                                        args, sizeof args / sizeof args[0],
-                                       total, LOWER_GROUP, &failed);
+                                       lower_items(run, total),
+                                       lower_group(run), &failed);
         for (size_t i = 0; i < images && err == CL_SUCCESS; i++) {
             g.b_off = i * l_size;
             g.c_off = (first + i) * s->k * s->p * s->q;

@@ -19,6 +19,7 @@ typedef struct opencl_tuning {
     unsigned tm, tn, tk, wm, wn; /* gemm: tile, depth, work-group */
     unsigned rwg;                /* reduce: work-group size */
     unsigned groups_per_unit;    /* reduce: work-groups per compute unit */
+    int cpu_kernels;             /* the LOCUS_CPU_KERNELS variants */
 } opencl_tuning;
 
 typedef struct opencl_device {
@@ -48,6 +49,10 @@ typedef struct opencl_device {
     cl_program program;
     cl_kernel gemm, reduce, im2col, mec_lower, filter_krcs;
     opencl_tuning tuning;
+    /* conv2d's workspaces kept between calls on CPU devices
+     * (opencl_conv.c), released with the program. */
+    cl_mem workspace[2];
+    size_t workspace_bytes[2];
 } opencl_device;
 
 typedef struct opencl_state {

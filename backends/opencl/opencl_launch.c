@@ -27,6 +27,46 @@ cl_int locus__opencl_enqueue_1d(opencl_device *device, cl_kernel kernel,
     return err;
 }
 
+/* The CPU variant's micro-tile (gemm.cl's MR and NR). */
+#define CPU_GEMM_MR 6
+#define CPU_GEMM_NR 16
+/* Groups wanted per compute unit: PoCL hands work-groups to its threads
+ * as they come free, so a few per thread even out blocks of unequal cost
+ * (the edges) without making the blocks so small that packing dominates. */
+#define CPU_GEMM_GROUPS_PER_UNIT 4
+
+/* The CPU variant's range: one work-item per group, each owning an even
+ * share of m and n (gemm.cl). At least ceil(m / TM) x ceil(n / TN) groups
+ * so that a block fits the local arrays; more, splitting the dimension
+ * with the larger blocks, while the range leaves compute units without
+ * a few groups each and there are micro-tiles left to share out. */
+static void cpu_gemm_groups(const opencl_device *device, const opencl_gemm *g,
+                            size_t global[3])
+{
+    const size_t tiles_m = (g->m + CPU_GEMM_MR - 1) / CPU_GEMM_MR;
+    const size_t tiles_n = (g->n + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
+    const size_t units =
+        device->compute_units > 0 ? (size_t)device->compute_units : 1;
+    const size_t wanted = units * CPU_GEMM_GROUPS_PER_UNIT;
+    size_t gm = global[1], gn = global[0];
+    while (gm * gn * g->batch < wanted) {
+        /* Split the longer side of the blocks: it keeps them square,
+         * which packs the fewest elements per flop. */
+        const size_t side_m = (tiles_m + gm - 1) / gm * CPU_GEMM_MR;
+        const size_t side_n = (tiles_n + gn - 1) / gn * CPU_GEMM_NR;
+        if (side_m >= side_n && gm < tiles_m)
+            gm++;
+        else if (gn < tiles_n)
+            gn++;
+        else if (gm < tiles_m)
+            gm++;
+        else
+            break;
+    }
+    global[0] = gn;
+    global[1] = gm;
+}
+
 cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
                                   const char **failed)
 {
@@ -67,9 +107,11 @@ cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
             return err;
         }
     }
-    const size_t local[3] = {t->wn, t->wm, 1};
-    const size_t global[3] = {(g->n + t->tn - 1) / t->tn * t->wn,
-                              (g->m + t->tm - 1) / t->tm * t->wm, g->batch};
+    size_t local[3] = {t->wn, t->wm, 1};
+    size_t global[3] = {(g->n + t->tn - 1) / t->tn * t->wn,
+                        (g->m + t->tm - 1) / t->tm * t->wm, g->batch};
+    if (t->cpu_kernels)
+        cpu_gemm_groups(device, g, global);
     cl_int err = clEnqueueNDRangeKernel(device->queue, device->gemm, 3, NULL,
                                         global, local, 0, NULL, NULL);
     if (err != CL_SUCCESS)

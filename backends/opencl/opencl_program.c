@@ -37,15 +37,56 @@ extern const size_t locus__opencl_kernel_source_size;
 /* GPU: 256 work-items, each a 4 x 4 block of a 64 x 64 tile staged in
  * local memory (the usual shape of a tiled SGEMM without vendor
  * intrinsics); reduce groups of 256. CPU (PoCL and the like, which run a
- * work-group as loops on one thread): the LOCUS_CPU_KERNELS variants, a
- * work-item being a 6 x 16 register block (the CPU backend's AVX2 shape)
- * and a group 4 x 4 of them (24 x 64), and a reduce of one work-item per
- * group, 8 groups per core for balance. The first CPU build used the GPU
- * kernels with 64 x 32 tiles: 1.7 GFLOP/s at 1024^3 against 38 for the CPU
- * backend, because PoCL saves every work-item's accumulators at each
- * barrier (docs/PERFORMANCE.md). */
-static const opencl_tuning gpu_tuning = {"gpu", 64, 64, 16, 16, 16, 256, 8};
-static const opencl_tuning cpu_tuning = {"cpu", 24, 64, 1, 4, 4, 1, 8};
+ * work-group as loops on one thread): the LOCUS_CPU_KERNELS variants, one
+ * work-item per group. Its gemm packs blocks of up to TM x TK of A and
+ * TK x TN of B in local memory and runs 6 x 16 micro-kernels over them
+ * (gemm.cl): TK = 256 keeps a 256 x 16 micro-panel of B in half of a 32 KiB
+ * L1, as the CPU backend's blocking does; TM = 96 keeps the A block (96
+ * KiB) in L2 and leaves enough row blocks at m = 256 to share out; TN = 256
+ * packs each A block once per 256 columns. Measured on PoCL 3.1, 2 cores
+ * (docs/PERFORMANCE.md): TM = 96 and 144, TN = 256 to 384 and TK = 128
+ * were within that noisy machine's spread of each other at 256-1024^3,
+ * TM = 96 ahead on the m = 64 GEMMs of conv; TM = 48 lost 10-40 %.
+ * Reduce: 8 groups per core for balance, each a float8 tree per 64
+ * floats. The first CPU build used
+ * the GPU kernels with 64 x 32 tiles: 1.7 GFLOP/s at 1024^3 against 38
+ * for the CPU backend, because PoCL saves every work-item's accumulators
+ * at each barrier; a work-item per 6 x 16 block reading B unpacked reached
+ * 23 GFLOP/s. */
+static const opencl_tuning gpu_tuning = {"gpu", 64, 64, 16, 16, 16, 256, 8, 0};
+static const opencl_tuning cpu_tuning = {"cpu", 96, 256, 256, 1, 1, 1, 8, 1};
+
+/* The CPU gemm packs a TM x TK block of A and a TK x TN block of B into
+ * local memory (gemm.cl). PoCL offers 512 KiB of it, which the table's
+ * blocks fit; other CPU implementations offer less (Intel's, 32 KiB), so
+ * the blocks are halved, the widest side first and staying whole
+ * micro-tiles (TM a multiple of 6, TN of 16), until they fit. */
+static void fit_local_memory(opencl_state *state, size_t index,
+                             opencl_device *device)
+{
+    cl_ulong size = 0;
+    cl_int err = clGetDeviceInfo(device->id, CL_DEVICE_LOCAL_MEM_SIZE,
+                                 sizeof size, &size, NULL);
+    if (err != CL_SUCCESS) {
+        state->services->log(state->runtime, LOCUS_LOG_WARN,
+                             "opencl:%zu: CL_DEVICE_LOCAL_MEM_SIZE: %s (%d); "
+                             "keeping the default gemm blocks",
+                             index, locus__opencl_error_name(err), (int)err);
+        return;
+    }
+    opencl_tuning *t = &device->tuning;
+    while (((cl_ulong)t->tm * t->tk + (cl_ulong)t->tk * t->tn) * sizeof(float) >
+           size) {
+        if (t->tn >= 64 && t->tn >= t->tk)
+            t->tn = t->tn / 32 * 16;
+        else if (t->tk >= 32 && t->tk >= t->tm)
+            t->tk /= 2;
+        else if (t->tm >= 12)
+            t->tm = t->tm / 12 * 6;
+        else
+            break; /* the build or the launch reports what does not fit */
+    }
+}
 
 static void report(const char *event, const char *path)
 {
@@ -199,14 +240,14 @@ locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
     if (device->program != NULL)
         return LOCUS_SUCCESS;
     device->tuning = device->kind == LOCUS_DEVICE_GPU ? gpu_tuning : cpu_tuning;
+    if (device->tuning.cpu_kernels)
+        fit_local_memory(state, index, device);
     const opencl_tuning *t = &device->tuning;
     char options[256];
     snprintf(options, sizeof options,
              "-cl-std=CL1.2 -DTM=%u -DTN=%u -DTK=%u -DWM=%u -DWN=%u -DRWG=%u%s",
              t->tm, t->tn, t->tk, t->wm, t->wn, t->rwg,
-             t == &device->tuning && device->kind != LOCUS_DEVICE_GPU
-                 ? " -DLOCUS_CPU_KERNELS"
-                 : "");
+             t->cpu_kernels ? " -DLOCUS_CPU_KERNELS" : "");
     size_t source_bytes = 0;
     char *source = full_source(&source_bytes);
     if (source == NULL)
@@ -294,4 +335,11 @@ void locus__opencl_program_release(opencl_device *device)
     if (device->program != NULL)
         clReleaseProgram(device->program);
     device->program = NULL;
+    for (size_t i = 0;
+         i < sizeof device->workspace / sizeof device->workspace[0]; i++) {
+        if (device->workspace[i] != NULL)
+            clReleaseMemObject(device->workspace[i]);
+        device->workspace[i] = NULL;
+        device->workspace_bytes[i] = 0;
+    }
 }

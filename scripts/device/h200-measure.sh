@@ -4,8 +4,11 @@
 # docs/PERFORMANCE.md and docs/NUMA.md report. OpenBLAS and oneDNN are not
 # on that image: Debian 12's packages travel in .devdeps/ (apt-get download
 # libopenblas0-pthread libopenblas-pthread-dev libopenblas0 libopenblas-dev
-# libdnnl2 libdnnl-dev libgfortran5 libquadmath0) and are unpacked under
-# /opt/deps, never over /. Results go to $OUT (at most 8 files).
+# libdnnl2 libdnnl-dev libgfortran5 libquadmath0 libclblast1) and are
+# unpacked under /opt/deps, never over /; LD_LIBRARY_PATH below is how
+# `locus bench` finds libclblast.so.1, which it loads with dlopen (its
+# other needs, libOpenCL.so.1 and libstdc++, are on the image). Results go
+# to $OUT (at most 8 files).
 set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out" /opt/deps
@@ -62,11 +65,12 @@ done
 # line, into bench-cuda.json (the 8th and last file $OUT may hold).
 # Each command is capped at 30 s.
 cj="$out/bench-cuda.json"
+bench_limit=30
 : >"$cj"
 cuda_bench() {
     echo "# locus bench $*" >>"$cj"
     echo "=== locus bench $*"
-    timeout 30 "$locus" bench "$@" --json >>"$cj"
+    timeout "$bench_limit" "$locus" bench "$@" --json >>"$cj"
     echo "exit $?"
 }
 conv32="--size 32,64,56,56,64,3,3,1,1 --size 32,64,56,56,256,1,1,1,0 --size 32,3,224,224,64,7,7,2,3 --size 32,256,14,14,256,3,3,1,1"
@@ -81,11 +85,15 @@ cuda_bench conv --device cuda:0 $conv32 --algo implicit
 echo "cuda benches done" >&3
 
 # OpenCL benchmarks (issue 5) on NVIDIA's OpenCL (opencl:1 here; opencl:0 is
-# PoCL), each beside Locus's own cuda:0 kernels ("locus cuda:0"), into the
-# same file. The opencl op tests run on NVIDIA too. Capped at 30 s each.
+# PoCL), each beside Locus's own cuda:0 kernels ("locus cuda:0"), and gemm
+# also beside CLBlast's SGEMM on the same device ("clblast sgemm"), into the
+# same file. The opencl op tests run on NVIDIA too. Capped at 30 s each, the
+# gemm at 60 s: CLBlast compiles its kernels in the warm-up.
 LOCUS_TEST_OPENCL=opencl:1 meson test -C "$build" --no-rebuild \
     --print-errorlogs --suite opencl | tail -12
 cuda_bench reduce --device opencl:1 --size 16777216,268435456
-cuda_bench gemm --device opencl:1 --size 1024,4096
+bench_limit=60
+cuda_bench gemm --device opencl:1 --size 1024,2048,4096
+bench_limit=30
 cuda_bench conv --device opencl:1 --size 32,64,56,56,64,3,3,1,1 --size 32,256,14,14,256,3,3,1,1
 echo "done" >&3

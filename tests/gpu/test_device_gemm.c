@@ -13,6 +13,10 @@ typedef struct gemm_case {
     double alpha, beta;
 } gemm_case;
 
+/* The last two have k in several slices of OpenCL's CPU-variant blocking
+ * (at most 256 deep, beta applied with the first slice only): 777 in 4,
+ * with a transposed A and padded leading dimensions; 600 in 3, with A's
+ * rows 32-byte aligned (its float8 packing) and a transposed B. */
 static const gemm_case cases[] = {
     {1, 1, 1, 0, 0, 0, 1.0, 0.0},          {7, 7, 7, 0, 0, 0, 1.0, 0.0},
     {33, 17, 65, 0, 0, 0, 1.0, 0.0},       {33, 17, 65, 1, 0, 0, 1.0, 0.0},
@@ -23,6 +27,7 @@ static const gemm_case cases[] = {
     {1, 1023, 1000, 0, 0, 0, 1.0, 0.0},    {1023, 1, 1000, 1, 0, 0, 1.0, 0.0},
     {256, 128, 512, 0, 0, 0, 1.0, 0.0},    {256, 128, 512, 1, 1, 4, 1.0, 1.0},
     {1023, 1023, 1023, 0, 0, 0, 1.0, 0.0}, {509, 1021, 257, 0, 1, 0, 1.0, 0.0},
+    {97, 401, 777, 1, 0, 3, 1.5, -0.5},    {200, 40, 600, 0, 1, 0, -1.0, 2.0},
 };
 
 /* The largest error of each mode over all cases, reported at the end. */

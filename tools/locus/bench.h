@@ -220,7 +220,20 @@ void bench_reference_conv(const bench_reference_input *input,
 void bench_reference_cuda(const bench_reference_input *input,
                           bench_result *result);
 
-/* An OpenCL device's reference (bench_ref_locus.c): Locus's own CPU
+/* An OpenCL device's gemm reference (bench_ref_clblast.c): CLBlast's
+ * SGEMM on the same device, from libclblast and libOpenCL loaded with
+ * dlopen, on the op's inputs (first and second, mapped for reading here);
+ * without the libraries it says so once on stderr and adds nothing. */
+void bench_reference_clblast(const locus_device_info *info,
+                             const bench_settings *settings,
+                             const bench_shape *shape, locus_buffer *first,
+                             locus_buffer *second, bench_result *result);
+
+/* The tolerance of a result whose entries each sum `terms` products, under
+ * a math mode (bench_ops.c), for references that check their own. */
+double bench_tolerance(size_t terms, locus_math_mode math);
+
+/* An OpenCL device's other reference (bench_ref_locus.c): Locus's own CPU
  * backend for an OpenCL CPU device, cuda:0 for an OpenCL GPU, run through
  * bench_run with bench_references_off set (no references of its own). */
 extern bool bench_references_off;

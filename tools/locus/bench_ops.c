@@ -190,7 +190,7 @@ static double input_unit_roundoff(locus_math_mode math)
  * grows like sqrt(terms) for any sensible order (the worst case, linear,
  * is not seen on random data). The factor 4 leaves room for both; a wrong
  * index or a missing block gives errors of order one. */
-static double tolerance_for(size_t terms, locus_math_mode math)
+double bench_tolerance(size_t terms, locus_math_mode math)
 {
     return 4.0 * input_unit_roundoff(math) +
            4.0 * sqrt((double)terms) * ldexp(1.0, -24);
@@ -474,7 +474,7 @@ static locus_status run_reduce(op_state *op, const bench_settings *settings,
     result->max_rel_err =
         reference_relative_error(op->reduce_result, expected, magnitude);
     result->checked_entries = 1;
-    result->tolerance = tolerance_for(count, LOCUS_MATH_FP32);
+    result->tolerance = bench_tolerance(count, LOCUS_MATH_FP32);
     return LOCUS_SUCCESS;
 }
 
@@ -595,7 +595,7 @@ static locus_status run_two_input_op(op_state *op, const two_input_op *spec,
         goto free_check;
     }
     status = output_check_compare(&check, op->output, result);
-    result->tolerance = tolerance_for(spec->terms, settings->math);
+    result->tolerance = bench_tolerance(spec->terms, settings->math);
 free_check:
     output_check_free(&check);
     return status;
@@ -685,6 +685,8 @@ static void run_references(op_state *op, const locus_device_info *info,
     }
     if (strcmp(info->backend, "opencl") == 0) {
         progress_show("%s: references", label);
+        bench_reference_clblast(info, settings, shape, op->inputs[0],
+                                op->inputs[1], result);
         bench_reference_locus(op->context, info, settings, shape, result);
         return;
     }
