@@ -27,6 +27,10 @@ struct locus_buffer {
     pthread_mutex_t state_lock;
     uint64_t valid;
     void *device_memory[LOCUS__MAX_DEVICES];
+    /* The device whose backend pinned the host copy (unpinned at destroy),
+     * or NULL; pin_refused: a backend could not, so none is asked again. */
+    const locus_device *pinned_by;
+    bool pin_refused;
     bool mapped;
     locus_map_mode map_mode;
     /* Where the host copy's pages live, for the ops' local/remote split;
