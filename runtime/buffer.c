@@ -190,19 +190,12 @@ static locus_status device_download(const locus_device *device,
                                             host, bytes, op);
 }
 
-/* Copies from ordinary memory go through the backend's staging at memcpy
- * speed (10 GB/s on the H200 machine's host, against 55 from pinned
- * memory). A buffer this large is pinned at its first copy to or from a
- * device that can pin, once: pinning costs about what one staged copy
- * does, and every later copy then goes at the pinned rate. */
-#define PIN_MIN_BYTES ((size_t)4 << 20)
-
 /* With state_lock held. Failure is not an error: the copies stage. */
 static void pin_for(locus_buffer *buffer, const locus_device *device)
 {
     const locus_backend *table = device->backend->table;
     if (buffer->pinned_by || buffer->pin_refused ||
-        buffer->bytes < PIN_MIN_BYTES || !table->pin || !table->unpin)
+        buffer->bytes < LOCUS__PIN_MIN_BYTES || !table->pin || !table->unpin)
         return;
     if (table->pin(device->backend->state, device->index_in_backend,
                    buffer->host, buffer->bytes) == LOCUS_SUCCESS) {

@@ -42,20 +42,38 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
 {
     int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
     bool is_cuda = strcmp(device->backend->name, "cuda") == 0;
-    memset(rates, 0, sizeof *rates);
     if (device->backend->table->host_memory) {
-        *rates = (locus__rates){5e-6, 20e-6, 8e9 * units, 20e-6, 4e9 * units,
-                                10e9, 0,     0,           0,     0};
+        *rates = (locus__rates){.launch_seconds = 5e-6,
+                                .gemm_fixed_seconds = 20e-6,
+                                .gemm_flops = 8e9 * units,
+                                .conv_fixed_seconds = 20e-6,
+                                .conv_flops = 4e9 * units,
+                                .reduce_bytes = 10e9};
     } else if (device->info.kind == LOCUS_DEVICE_GPU) {
         double launch = is_cuda ? 10e-6 : 30e-6;
         double flops = (is_cuda ? 128e9 : 64e9) * units;
-        *rates =
-            (locus__rates){launch, 2 * launch, flops, 2 * launch, flops / 2,
-                           1e12,   12e9,       25e9,  12e9,       launch};
+        *rates = (locus__rates){.launch_seconds = launch,
+                                .gemm_fixed_seconds = 2 * launch,
+                                .gemm_flops = flops,
+                                .conv_fixed_seconds = 2 * launch,
+                                .conv_flops = flops / 2,
+                                .reduce_bytes = 1e12,
+                                .upload_pageable_bytes = 12e9,
+                                .upload_pinned_bytes = is_cuda ? 25e9 : 0,
+                                .download_bytes = 12e9,
+                                .transfer_seconds = launch,
+                                .download_pinned_bytes = is_cuda ? 25e9 : 0};
     } else {
         /* An OpenCL CPU device shares the cores with our workers. */
-        *rates = (locus__rates){50e-6, 100e-6, 4e9 * units, 100e-6, 2e9 * units,
-                                10e9,  10e9,   10e9,        10e9,   20e-6};
+        *rates = (locus__rates){.launch_seconds = 50e-6,
+                                .gemm_fixed_seconds = 100e-6,
+                                .gemm_flops = 4e9 * units,
+                                .conv_fixed_seconds = 100e-6,
+                                .conv_flops = 2e9 * units,
+                                .reduce_bytes = 10e9,
+                                .upload_pageable_bytes = 10e9,
+                                .download_bytes = 10e9,
+                                .transfer_seconds = 20e-6};
     }
 }
 
@@ -376,6 +394,7 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
     void *memory = NULL;
     locus_status status = table->alloc(state, index, bytes, &memory);
     double up[SAMPLES + 1], down[SAMPLES + 1], pinned[SAMPLES + 1];
+    double pinned_down[SAMPLES + 1];
     double small[LAUNCH_SAMPLES + 1];
     /* The latency: a 4 KiB copy down and up, which moves next to nothing. */
     for (size_t i = 0; i <= LAUNCH_SAMPLES && status == LOCUS_SUCCESS; i++) {
@@ -395,12 +414,17 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
         down[i] = now_seconds() - uploaded;
     }
     rates->upload_pinned_bytes = 0;
+    rates->download_pinned_bytes = 0;
     bool pin = status == LOCUS_SUCCESS && table->pin && table->unpin &&
                table->pin(state, index, host, bytes) == LOCUS_SUCCESS;
     for (size_t i = 0; pin && i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
         double started = now_seconds();
         status = table->upload(state, index, memory, host, bytes, NULL);
-        pinned[i] = now_seconds() - started;
+        double uploaded = now_seconds();
+        if (status == LOCUS_SUCCESS)
+            status = table->download(state, index, memory, host, bytes, NULL);
+        pinned[i] = uploaded - started;
+        pinned_down[i] = now_seconds() - uploaded;
     }
     if (pin)
         table->unpin(state, index, host);
@@ -414,9 +438,12 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
         (double)bytes / locus__robust_mean(up + 1, SAMPLES);
     rates->download_bytes =
         (double)bytes / locus__robust_mean(down + 1, SAMPLES);
-    if (pin)
+    if (pin) {
         rates->upload_pinned_bytes =
             (double)bytes / locus__robust_mean(pinned + 1, SAMPLES);
+        rates->download_pinned_bytes =
+            (double)bytes / locus__robust_mean(pinned_down + 1, SAMPLES);
+    }
     rates->transfer_seconds = locus__robust_mean(small + 1, LAUNCH_SAMPLES);
     return LOCUS_SUCCESS;
 }
@@ -755,6 +782,7 @@ LOCUS_API locus_status locus_device_calibration(locus_device *device,
     out->reduce_bytes_per_second = r->reduce_bytes;
     out->upload_pageable_bytes_per_second = r->upload_pageable_bytes;
     out->upload_pinned_bytes_per_second = r->upload_pinned_bytes;
+    out->download_pinned_bytes_per_second = r->download_pinned_bytes;
     out->download_bytes_per_second = r->download_bytes;
     out->copy_latency_seconds = r->transfer_seconds;
     return LOCUS_SUCCESS;

@@ -8,7 +8,7 @@
 
 #include "status.h"
 
-#define MAGIC_LINE "locus-calibration 2\n"
+#define MAGIC_LINE "locus-calibration 3\n"
 #define CHECKSUM_WORD "checksum "
 
 /* Each field with the range a real measurement can fall in: a value outside
@@ -37,6 +37,7 @@ static const field_rule fields[] = {
     FIELD(upload_pinned_bytes, 1e3, 1e15, true),
     FIELD(download_bytes, 1e3, 1e15, true),
     FIELD(transfer_seconds, 1e-9, 10.0, true),
+    FIELD(download_pinned_bytes, 1e3, 1e15, true),
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

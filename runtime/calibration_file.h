@@ -23,6 +23,7 @@ typedef struct locus__rates {
     double upload_pinned_bytes;   /* host -> device from pinned memory */
     double download_bytes;        /* device -> host into ordinary memory */
     double transfer_seconds;      /* the latency of one small copy */
+    double download_pinned_bytes; /* device -> host into pinned memory */
 } locus__rates;
 
 /* Longest key the file carries: host, device, driver and layout version. */

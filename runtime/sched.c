@@ -75,6 +75,25 @@ static locus_device *holder_of(locus_context *context, uint64_t valid)
  * device that holds one (when the host's copy is stale too), then a copy up
  * unless the device computes on host memory; each copy also pays its
  * device's copy latency (calibrated), which dominates small buffers. */
+/* A buffer of LOCUS__PIN_MIN_BYTES or more is pinned at its first copy
+ * (buffer.c) and then copies at the pinned rate; the one-time cost of
+ * pinning is left out, as it is paid once per buffer. */
+static double upload_rate(const locus__rates *rates, double bytes)
+{
+    return bytes >= (double)LOCUS__PIN_MIN_BYTES &&
+                   rates->upload_pinned_bytes > 0
+               ? rates->upload_pinned_bytes
+               : rates->upload_pageable_bytes;
+}
+
+static double download_rate(const locus__rates *rates, double bytes)
+{
+    return bytes >= (double)LOCUS__PIN_MIN_BYTES &&
+                   rates->download_pinned_bytes > 0
+               ? rates->download_pinned_bytes
+               : rates->download_bytes;
+}
+
 static double transfer_seconds(locus_context *context, locus_device *device,
                                const locus__op_cost *cost,
                                const locus__rates *rates, bool *any_current)
@@ -98,13 +117,13 @@ static double transfer_seconds(locus_context *context, locus_device *device,
             if (holder) {
                 const locus__rates *from = locus__device_rates(context, holder);
                 if (from->download_bytes > 0)
-                    seconds +=
-                        from->transfer_seconds + bytes / from->download_bytes;
+                    seconds += from->transfer_seconds +
+                               bytes / download_rate(from, bytes);
             }
         }
         if (to_device && rates->upload_pageable_bytes > 0)
             seconds +=
-                rates->transfer_seconds + bytes / rates->upload_pageable_bytes;
+                rates->transfer_seconds + bytes / upload_rate(rates, bytes);
     }
     return seconds;
 }
@@ -135,8 +154,9 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
     seconds += transfer_seconds(context, device, cost, rates, &any_current);
     if (!device->backend->table->host_memory && !any_current &&
         rates->download_bytes > 0 && cost->output_bytes > 0)
-        seconds += rates->transfer_seconds +
-                   cost->output_bytes / rates->download_bytes;
+        seconds +=
+            rates->transfer_seconds +
+            cost->output_bytes / download_rate(rates, cost->output_bytes);
     return seconds;
 }
 
@@ -231,10 +251,10 @@ static void explain(locus_context *context, const locus__op_cost *cost,
     size_t used = 0;
     for (size_t i = 1; i < choice->estimate_count && used < sizeof others;
          i++) {
-        int n = snprintf(others + used, sizeof others - used, "%s%s %.3g ms",
-                         i > 1 ? ", " : "; ",
-                         choice->candidates[i]->info.selector,
-                         choice->seconds[i] * 1e3);
+        int n =
+            snprintf(others + used, sizeof others - used, "%s%s %.3g ms",
+                     i > 1 ? ", " : "; ", choice->candidates[i]->info.selector,
+                     choice->seconds[i] * 1e3);
         if (n < 0)
             break;
         used += (size_t)n;

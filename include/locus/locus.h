@@ -249,6 +249,7 @@ typedef struct locus_calibration {
     double upload_pinned_bytes_per_second; /* 0: the backend cannot pin */
     double download_bytes_per_second;
     double copy_latency_seconds; /* one small copy; 0 on host memory */
+    double download_pinned_bytes_per_second; /* 0: the backend cannot pin */
 } locus_calibration;
 
 LOCUS_API void locus_calibration_init(locus_calibration *calibration);

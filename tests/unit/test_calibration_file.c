@@ -24,6 +24,7 @@ static locus__rates sample_rates(void)
         .upload_pinned_bytes = 0,
         .download_bytes = 1.2e10,
         .transfer_seconds = 7e-6,
+        .download_pinned_bytes = 0,
     };
 }
 
@@ -128,7 +129,7 @@ static void test_bad_bodies_are_refused(void)
         {"download_bytes ", "launch_seconds 1e-5\ndownload_bytes ",
          "repeated field", "repeats"},
         {"key locus", "key other", "another key", "another device"},
-        {"locus-calibration 2", "locus-calibration 1", "another version",
+        {"locus-calibration 3", "locus-calibration 2", "another version",
          "format line"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {

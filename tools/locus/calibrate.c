@@ -89,6 +89,8 @@ static void json_device(json_writer *json, const locus_device_info *info,
         {"upload_pageable_bytes_per_second",
          c->upload_pageable_bytes_per_second},
         {"upload_pinned_bytes_per_second", c->upload_pinned_bytes_per_second},
+        {"download_pinned_bytes_per_second",
+         c->download_pinned_bytes_per_second},
         {"download_bytes_per_second", c->download_bytes_per_second},
         {"copy_latency_seconds", c->copy_latency_seconds},
     };
@@ -115,7 +117,11 @@ static void table_device(table *t, const locus_device_info *info,
         table_set(t, 6, "%.1f", c->upload_pageable_bytes_per_second * 1e-9);
         table_set(t, 7, c->upload_pinned_bytes_per_second > 0 ? "%.1f" : "-",
                   c->upload_pinned_bytes_per_second * 1e-9);
-        table_set(t, 8, "%.1f", c->download_bytes_per_second * 1e-9);
+        table_set(t, 8,
+                  c->download_pinned_bytes_per_second > 0 ? "%.1f (%.1f)"
+                                                          : "%.1f",
+                  c->download_bytes_per_second * 1e-9,
+                  c->download_pinned_bytes_per_second * 1e-9);
         table_set(t, 9, "%.1f", c->copy_latency_seconds * 1e6);
     } else {
         for (size_t column = 6; column <= 9; column++)
@@ -145,9 +151,10 @@ int calibrate_command(int argc, char **argv)
         return EXIT_FAILURE;
     }
     static const char *const headers[] = {
-        "device",        "source",      "launch us",   "gemm GFLOP/s",
-        "conv GFLOP/s",  "reduce GB/s", "upload GB/s", "pinned GB/s",
-        "download GB/s", "copy us"};
+        "device",       "source",       "launch us",
+        "gemm GFLOP/s", "conv GFLOP/s", "reduce GB/s",
+        "upload GB/s",  "pinned GB/s",  "download (pinned)",
+        "copy us"};
     table t;
     table_init(&t, 10, headers);
     for (size_t column = 2; column < 10; column++)
