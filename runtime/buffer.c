@@ -210,6 +210,13 @@ static void pin_for(locus_buffer *buffer, const locus_device *device)
     locus__clear_error();
 }
 
+void locus__buffer_pin_for(locus_buffer *buffer, const locus_device *device)
+{
+    pthread_mutex_lock(&buffer->state_lock);
+    pin_for(buffer, device);
+    pthread_mutex_unlock(&buffer->state_lock);
+}
+
 /* With state_lock held: brings the host copy up to date from a device. */
 static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
 {

@@ -57,6 +57,10 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
                                    const locus_device *device,
                                    locus__access access, locus_op_context *op,
                                    void **memory);
+/* Pins the host copy for the device's backend if it is large enough and
+ * the backend can (as the first copy to or from a device does); for
+ * callers that copy parts of the host copy themselves (the gemm split). */
+void locus__buffer_pin_for(locus_buffer *buffer, const locus_device *device);
 /* After an op that was to write the buffer failed on `device`: that copy
  * may be half written, so it is no longer current, unless it was the only
  * current copy (then there is nothing better to keep). */

@@ -128,16 +128,45 @@ typedef struct split_plan {
     size_t rows[LOCUS__MAX_DEVICES];
 } split_plan;
 
-/* The default weight of a device: the throughput the scheduler's cost
- * model expects of it for this very call, flops over its estimate. The
- * estimate holds the device's gemm rate (calibrated, or nominal) and the
- * transfers it would need for these buffers where they are now, so a GPU
- * is not given rows it would spend longer moving than a CPU computing. */
-static double default_weight(locus_context *context, locus_device *device,
-                             const locus__op_cost *cost)
+/* The default shares: the scheduler models a block of r rows on device i
+ * as fixed_i + r * per_row_i (B moved whole is fixed; A's and C's rows and
+ * the flops are per row), and the plan finds the finishing time T at which
+ * the blocks that fit, max(0, (T - fixed_i) / per_row_i), add up to m: all
+ * devices finish together, and a device whose fixed cost alone is past T
+ * gets nothing. A plain proportional split by throughput would give a slow
+ * device that must first move all of B far too many rows. */
+static locus_status model_shares(locus_context *context,
+                                 locus_device *const *devices, size_t count,
+                                 const locus_gemm_desc *desc, locus_buffer *b,
+                                 bool c_read, double *shares)
 {
-    double seconds = locus__sched_estimate(context, device, cost);
-    return seconds > 0 ? cost->flops / seconds : -1;
+    double fixed[LOCUS__MAX_DEVICES], per_row[LOCUS__MAX_DEVICES];
+    double low = INFINITY, high = 0;
+    double m = (double)desc->m;
+    for (size_t i = 0; i < count; i++) {
+        locus__sched_gemm_rows(context, devices[i], desc, b, c_read, &fixed[i],
+                               &per_row[i]);
+        if (!(per_row[i] > 0) || !isfinite(fixed[i]))
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "the scheduler's model of %s gives no rate; "
+                               "give weights",
+                               devices[i]->info.selector);
+        low = fixed[i] < low ? fixed[i] : low;
+        double alone = fixed[i] + m * per_row[i];
+        high = alone > high ? alone : high;
+    }
+    for (int step = 0; step < 100; step++) {
+        double t = 0.5 * (low + high), rows = 0;
+        for (size_t i = 0; i < count; i++)
+            rows += t > fixed[i] ? (t - fixed[i]) / per_row[i] : 0;
+        if (rows < m)
+            low = t;
+        else
+            high = t;
+    }
+    for (size_t i = 0; i < count; i++)
+        shares[i] = high > fixed[i] ? (high - fixed[i]) / per_row[i] : 0;
+    return LOCUS_SUCCESS;
 }
 
 /* rows[i] for devices[i]: the boundaries between blocks are the weights'
@@ -145,25 +174,27 @@ static double default_weight(locus_context *context, locus_device *device,
  * rounding, and a weight of 0 always gets 0 rows. */
 static locus_status plan_rows(locus_context *context,
                               locus_device *const *devices, size_t count,
-                              const double *weights, const locus__op_cost *cost,
-                              size_t m, size_t *rows)
+                              const double *weights,
+                              const locus_gemm_desc *desc, locus_buffer *b,
+                              bool c_read, size_t *rows)
 {
+    size_t m = desc->m;
+    double modelled[LOCUS__MAX_DEVICES];
+    if (!weights) {
+        locus_status status =
+            model_shares(context, devices, count, desc, b, c_read, modelled);
+        if (status != LOCUS_SUCCESS)
+            return status;
+    }
     double scaled[LOCUS__MAX_DEVICES];
     double largest = 0;
     for (size_t i = 0; i < count; i++) {
-        double w =
-            weights ? weights[i] : default_weight(context, devices[i], cost);
-        if (!isfinite(w) || w < 0) {
-            if (weights)
-                return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                   "weights[%zu] = %g: a weight is a finite "
-                                   "number, 0 or more",
-                                   i, w);
+        double w = weights ? weights[i] : modelled[i];
+        if (!isfinite(w) || w < 0)
             return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "the scheduler's throughput for %s is %g; "
-                               "give weights",
-                               devices[i]->info.selector, w);
-        }
+                               "weights[%zu] = %g: a weight is a finite "
+                               "number, 0 or more",
+                               i, w);
         scaled[i] = w;
         if (w > largest)
             largest = w;
@@ -238,16 +269,15 @@ static locus_status prepare(locus_context *context,
     plan->bytes = (double)FLOAT_BYTES *
                   ((double)d->m * (double)d->k + (double)d->k * (double)d->n +
                    (plan->c_write_only ? 1.0 : 2.0) * (double)plan->mn);
-    locus__op_cost cost = {
-        .op = LOCUS__OP_GEMM,
-        .flops = 2.0 * (double)plan->mnk,
-        .bytes = plan->bytes,
-        .inputs = buffers,
-        .input_count = plan->c_write_only ? 2 : 3,
-        .output_bytes = (double)plan->mn * (double)FLOAT_BYTES,
-    };
-    return plan_rows(context, devices, device_count, weights, &cost, d->m,
-                     plan->rows);
+    /* The host copies are pinned for each device that copies from them
+     * (as a first copy through locus__buffer_acquire would), before the
+     * plan, whose model assumes the pinned rates. */
+    for (size_t i = 0; i < device_count; i++)
+        if (!devices[i]->backend->table->host_memory)
+            for (size_t j = 0; j < 3; j++)
+                locus__buffer_pin_for(buffers[j], devices[i]);
+    return plan_rows(context, devices, device_count, weights, d, b,
+                     !plan->c_write_only, plan->rows);
 }
 
 LOCUS_API locus_status locus_gemm_split_rows(

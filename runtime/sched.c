@@ -160,6 +160,31 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
     return seconds;
 }
 
+void locus__sched_gemm_rows(locus_context *context, locus_device *device,
+                            const locus_gemm_desc *desc, locus_buffer *b,
+                            bool c_read, double *fixed, double *per_row)
+{
+    const locus__rates *rates = locus__device_rates(context, device);
+    double n = (double)desc->n, k = (double)desc->k;
+    *fixed = rates->gemm_fixed_seconds;
+    *per_row = 2.0 * n * k / rates->gemm_flops;
+    if (device->backend->table->host_memory)
+        return;
+    pthread_mutex_lock(&b->state_lock);
+    bool b_there = (b->valid & copy_bit(device)) != 0;
+    pthread_mutex_unlock(&b->state_lock);
+    /* The host buffers are pinned before the blocks start (gemm_split.c),
+     * so the rates are those of their size. */
+    if (!b_there)
+        *fixed += rates->transfer_seconds +
+                  (double)b->bytes / upload_rate(rates, (double)b->bytes);
+    double row_in = 4.0 * (k + (c_read ? n : 0));
+    double row_out = 4.0 * n;
+    *fixed += 2 * rates->transfer_seconds;
+    *per_row += row_in / upload_rate(rates, row_in * (double)desc->m) +
+                row_out / download_rate(rates, row_out * (double)desc->m);
+}
+
 double locus__sched_rate(locus_context *context, locus_device *device,
                          locus__op_kind op)
 {

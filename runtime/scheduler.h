@@ -58,6 +58,13 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
  * one. The multi-device split weighs its row blocks by it. */
 double locus__sched_rate(locus_context *context, locus_device *device,
                          locus__op_kind op);
+/* The model of one block of a row-split gemm on a device: fixed + rows *
+ * per_row seconds. B moves whole (unless current there) and belongs to the
+ * fixed part with the launch; A's and C's rows move per row (C both ways
+ * when c_read), as do the row's flops. For locus_gemm_split's plan. */
+void locus__sched_gemm_rows(locus_context *context, locus_device *device,
+                            const locus_gemm_desc *desc, locus_buffer *b,
+                            bool c_read, double *fixed, double *per_row);
 /* What "auto" names without an op: the device a large gemm would go to. */
 locus_device *locus__sched_default_device(locus_context *context);
 
