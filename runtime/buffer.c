@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "device.h"
 #include "fault.h"
 #include "status.h"
 
@@ -152,44 +153,6 @@ LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
 }
 
 /* The backend's memory calls, each a fault point for the tests. */
-static locus_status device_alloc(const locus_device *device, size_t bytes,
-                                 void **memory)
-{
-    if (locus__fault_hit(LOCUS__FAULT_DEVICE_ALLOC))
-        return locus__fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
-                           "%s cannot hold %zu bytes (injected fault)",
-                           device->info.selector, bytes);
-    return device->backend->table->alloc(
-        device->backend->state, device->index_in_backend, bytes, memory);
-}
-
-static locus_status device_upload(const locus_device *device, void *memory,
-                                  const void *host, size_t bytes,
-                                  locus_op_context *op)
-{
-    if (locus__fault_hit(LOCUS__FAULT_COPY))
-        return locus__fail(LOCUS_ERROR_BACKEND,
-                           "upload of %zu bytes to %s failed (injected fault)",
-                           bytes, device->info.selector);
-    return device->backend->table->upload(device->backend->state,
-                                          device->index_in_backend, memory,
-                                          host, bytes, op);
-}
-
-static locus_status device_download(const locus_device *device,
-                                    const void *memory, void *host,
-                                    size_t bytes, locus_op_context *op)
-{
-    if (locus__fault_hit(LOCUS__FAULT_COPY))
-        return locus__fail(LOCUS_ERROR_BACKEND,
-                           "download of %zu bytes from %s failed (injected "
-                           "fault)",
-                           bytes, device->info.selector);
-    return device->backend->table->download(device->backend->state,
-                                            device->index_in_backend, memory,
-                                            host, bytes, op);
-}
-
 /* With state_lock held. Failure is not an error: the copies stage. */
 static void pin_for(locus_buffer *buffer, const locus_device *device)
 {
@@ -228,8 +191,8 @@ static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
         if (!(buffer->valid & copy_bit(device)))
             continue;
         pin_for(buffer, device);
-        locus_status status = device_download(device, buffer->device_memory[d],
-                                              buffer->host, buffer->bytes, op);
+        locus_status status = locus__device_download(
+            device, buffer->device_memory[d], buffer->host, buffer->bytes, op);
         if (status != LOCUS_SUCCESS)
             return status;
         locus__account_transfer(op, buffer->host, buffer->bytes,
@@ -266,7 +229,7 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
     }
     void **copy = &buffer->device_memory[device->ordinal];
     if (!*copy) {
-        status = device_alloc(device, buffer->bytes, copy);
+        status = locus__device_alloc(device, buffer->bytes, copy);
         if (status != LOCUS_SUCCESS) {
             *copy = NULL;
             goto unlock;
@@ -277,8 +240,8 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
         if (status == LOCUS_SUCCESS)
             pin_for(buffer, device);
         if (status == LOCUS_SUCCESS)
-            status =
-                device_upload(device, *copy, buffer->host, buffer->bytes, op);
+            status = locus__device_upload(device, *copy, buffer->host,
+                                          buffer->bytes, op);
         if (status == LOCUS_SUCCESS) {
             locus__account_transfer(op, buffer->host, buffer->bytes,
                                     device->info.nearest_numa_mask);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fault.h"
 #include "scheduler.h"
 #include "status.h"
 
@@ -211,4 +212,53 @@ LOCUS_API locus_status locus_device_get_info(const locus_device *device,
     memcpy(info, &device->info, size);
     info->struct_size = size;
     return LOCUS_SUCCESS;
+}
+
+locus_status locus__device_alloc(const locus_device *device, size_t bytes,
+                                 void **memory)
+{
+    *memory = NULL;
+    if (locus__fault_hit(LOCUS__FAULT_DEVICE_ALLOC))
+        return locus__fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
+                           "%s cannot hold %zu bytes (injected fault)",
+                           device->info.selector, bytes);
+    locus_status status = device->backend->table->alloc(
+        device->backend->state, device->index_in_backend, bytes, memory);
+    if (status != LOCUS_SUCCESS)
+        *memory = NULL;
+    return status;
+}
+
+void locus__device_free(const locus_device *device, void *memory)
+{
+    if (memory)
+        device->backend->table->free(device->backend->state,
+                                     device->index_in_backend, memory);
+}
+
+locus_status locus__device_upload(const locus_device *device, void *memory,
+                                  const void *host, size_t bytes,
+                                  locus_op_context *op)
+{
+    if (locus__fault_hit(LOCUS__FAULT_COPY))
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "upload of %zu bytes to %s failed (injected fault)",
+                           bytes, device->info.selector);
+    return device->backend->table->upload(device->backend->state,
+                                          device->index_in_backend, memory,
+                                          host, bytes, op);
+}
+
+locus_status locus__device_download(const locus_device *device,
+                                    const void *memory, void *host,
+                                    size_t bytes, locus_op_context *op)
+{
+    if (locus__fault_hit(LOCUS__FAULT_COPY))
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "download of %zu bytes from %s failed (injected "
+                           "fault)",
+                           bytes, device->info.selector);
+    return device->backend->table->download(device->backend->state,
+                                            device->index_in_backend, memory,
+                                            host, bytes, op);
 }

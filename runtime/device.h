@@ -11,4 +11,17 @@ locus_status locus__devices_collect(locus_context *context);
 locus_device *locus__device_match(locus_context *context,
                                   const locus__selector *selector);
 
+/* A device's memory and copies, each call a fault point
+ * (-Dfault_injection): what buffers and the gemm split use. */
+locus_status locus__device_alloc(const locus_device *device, size_t bytes,
+                                 void **memory);
+/* memory may be NULL (nothing to free). */
+void locus__device_free(const locus_device *device, void *memory);
+locus_status locus__device_upload(const locus_device *device, void *memory,
+                                  const void *host, size_t bytes,
+                                  locus_op_context *op);
+locus_status locus__device_download(const locus_device *device,
+                                    const void *memory, void *host,
+                                    size_t bytes, locus_op_context *op);
+
 #endif

@@ -44,8 +44,7 @@ const char *locus__isa_name(locus__isa isa)
     return "auto";
 }
 
-/* A non-negative decimal integer that fits in an int, nothing else. */
-static bool parse_small_uint(const char *text, size_t length, int *value)
+bool locus__parse_small_uint(const char *text, size_t length, int *value)
 {
     if (length == 0 || length > 9)
         return false;
@@ -82,7 +81,7 @@ static bool parse_selector_item(const char *text, size_t length,
     }
     if (token_starts(text, length, "cpu:numa=")) {
         out->kind = LOCUS__SELECT_CPU;
-        return parse_small_uint(text + 9, length - 9, &out->numa_node);
+        return locus__parse_small_uint(text + 9, length - 9, &out->numa_node);
     }
     if (token_is(text, length, "cuda")) {
         out->kind = LOCUS__SELECT_CUDA;
@@ -90,7 +89,7 @@ static bool parse_selector_item(const char *text, size_t length,
     }
     if (token_starts(text, length, "cuda:")) {
         out->kind = LOCUS__SELECT_CUDA;
-        return parse_small_uint(text + 5, length - 5, &out->index);
+        return locus__parse_small_uint(text + 5, length - 5, &out->index);
     }
     if (token_is(text, length, "opencl")) {
         out->kind = LOCUS__SELECT_OPENCL;
@@ -108,7 +107,7 @@ static bool parse_selector_item(const char *text, size_t length,
             out->want_kind = LOCUS_DEVICE_CPU;
             return true;
         }
-        return parse_small_uint(rest, rest_length, &out->index);
+        return locus__parse_small_uint(rest, rest_length, &out->index);
     }
     return false;
 }
@@ -242,7 +241,7 @@ static bool parse_threads(const char *value, locus__config *config,
                           char *resolved, size_t capacity)
 {
     int threads;
-    if (!parse_small_uint(value, strlen(value), &threads) || threads < 1)
+    if (!locus__parse_small_uint(value, strlen(value), &threads) || threads < 1)
         return false;
     config->threads = threads;
     snprintf(resolved, capacity, "%d", threads);
@@ -260,8 +259,8 @@ static bool parse_numa(const char *value, locus__config *config, char *resolved,
     } else if (strcmp(value, "off") == 0) {
         config->numa.policy = LOCUS_PLACE_OFF;
     } else if (strncmp(value, "node:", 5) == 0 &&
-               parse_small_uint(value + 5, strlen(value + 5),
-                                &config->numa.node)) {
+               locus__parse_small_uint(value + 5, strlen(value + 5),
+                                       &config->numa.node)) {
         config->numa.policy = LOCUS_PLACE_NODE;
     } else {
         return false;

@@ -55,6 +55,10 @@ typedef enum locus__isa {
 
 const char *locus__isa_name(locus__isa isa);
 
+/* A non-negative decimal integer of at most 9 digits, filling all of
+ * [text, text + length), nothing else (no sign, no space). */
+bool locus__parse_small_uint(const char *text, size_t length, int *value);
+
 /* The order of the settings reported by locus_setting_get. */
 typedef enum locus__setting_id {
     LOCUS__SET_DEVICE,

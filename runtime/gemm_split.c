@@ -15,6 +15,7 @@
 
 #include "account.h"
 #include "buffer.h"
+#include "device.h"
 #include "context.h"
 #include "fault.h"
 #include "ops.h"
@@ -296,57 +297,6 @@ LOCUS_API locus_status locus_gemm_split_rows(
     return status;
 }
 
-/* ---- device memory, each call a fault point as in buffer.c --------------- */
-
-static locus_status device_alloc(const locus_device *device, size_t bytes,
-                                 void **memory)
-{
-    *memory = NULL;
-    if (locus__fault_hit(LOCUS__FAULT_DEVICE_ALLOC))
-        return locus__fail(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
-                           "%s cannot hold %zu bytes (injected fault)",
-                           device->info.selector, bytes);
-    locus_status status = device->backend->table->alloc(
-        device->backend->state, device->index_in_backend, bytes, memory);
-    if (status != LOCUS_SUCCESS)
-        *memory = NULL;
-    return status;
-}
-
-static void device_free(const locus_device *device, void *memory)
-{
-    if (memory)
-        device->backend->table->free(device->backend->state,
-                                     device->index_in_backend, memory);
-}
-
-static locus_status device_upload(const locus_device *device, void *memory,
-                                  const void *host, size_t bytes,
-                                  locus_op_context *op)
-{
-    if (locus__fault_hit(LOCUS__FAULT_COPY))
-        return locus__fail(LOCUS_ERROR_BACKEND,
-                           "upload of %zu bytes to %s failed (injected fault)",
-                           bytes, device->info.selector);
-    return device->backend->table->upload(device->backend->state,
-                                          device->index_in_backend, memory,
-                                          host, bytes, op);
-}
-
-static locus_status device_download(const locus_device *device,
-                                    const void *memory, void *host,
-                                    size_t bytes, locus_op_context *op)
-{
-    if (locus__fault_hit(LOCUS__FAULT_COPY))
-        return locus__fail(LOCUS_ERROR_BACKEND,
-                           "download of %zu bytes from %s failed (injected "
-                           "fault)",
-                           bytes, device->info.selector);
-    return device->backend->table->download(device->backend->state,
-                                            device->index_in_backend, memory,
-                                            host, bytes, op);
-}
-
 /* Host rows a transfer read or wrote, for the local/remote split: one
  * range when the rows are contiguous, else one per row, so the gaps
  * between strided rows are not counted. */
@@ -393,11 +343,12 @@ static locus_status upload_block(split_part *part, const float *host,
         copy_rows(packed, cols, host, ld, rows, cols);
         tight = packed;
     }
-    locus_status status = device_alloc(part->device, bytes, memory);
+    locus_status status = locus__device_alloc(part->device, bytes, memory);
     if (status == LOCUS_SUCCESS) {
-        status = device_upload(part->device, *memory, tight, bytes, &part->op);
+        status = locus__device_upload(part->device, *memory, tight, bytes,
+                                      &part->op);
         if (status != LOCUS_SUCCESS) {
-            device_free(part->device, *memory);
+            locus__device_free(part->device, *memory);
             *memory = NULL;
         }
     }
@@ -486,8 +437,8 @@ static locus_status compute_on_device(split_part *part)
         status = upload_block(part, c_host, rows, n, desc->ldc, "c",
                               &part->device_c);
     else
-        status =
-            device_alloc(part->device, rows * n * FLOAT_BYTES, &part->device_c);
+        status = locus__device_alloc(part->device, rows * n * FLOAT_BYTES,
+                                     &part->device_c);
     sub.ldc = n;
     if (status != LOCUS_SUCCESS)
         goto free_b;
@@ -506,9 +457,9 @@ static locus_status compute_on_device(split_part *part)
     status = slot->table->gemm(slot->state, part->device->index_in_backend,
                                &sub, a, b, part->device_c, &part->op);
 free_b:
-    device_free(part->device, b_ours);
+    locus__device_free(part->device, b_ours);
 free_a:
-    device_free(part->device, a);
+    locus__device_free(part->device, a);
     return status;
 }
 
@@ -524,8 +475,9 @@ static locus_status write_back(split_part *part)
         return LOCUS_SUCCESS;
     }
     float *target = part->host_c ? part->host_c : c;
-    locus_status status = device_download(part->device, part->device_c, target,
-                                          rows * n * FLOAT_BYTES, &part->op);
+    locus_status status =
+        locus__device_download(part->device, part->device_c, target,
+                               rows * n * FLOAT_BYTES, &part->op);
     if (status != LOCUS_SUCCESS)
         return status;
     if (part->host_c)
@@ -570,7 +522,7 @@ static void run_part(split_part *part)
         keep_error(part, write_back(part));
     }
     if (!part->on_host)
-        device_free(part->device, part->device_c);
+        locus__device_free(part->device, part->device_c);
     part->device_c = NULL;
     free(part->host_c);
     part->host_c = NULL;

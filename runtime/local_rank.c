@@ -1,29 +1,13 @@
 #include "local_rank.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
+#include "env.h"
 #include "pool.h"
 #include "status.h"
-
-/* A non-negative decimal integer that fits in an int: the launchers write
- * nothing else, so anything else is a garbled variable. */
-static bool parse_count(const char *text, size_t length, int *value)
-{
-    if (length == 0 || length > 9)
-        return false;
-    int result = 0;
-    for (size_t i = 0; i < length; i++) {
-        if (!isdigit((unsigned char)text[i]))
-            return false;
-        result = result * 10 + (text[i] - '0');
-    }
-    *value = result;
-    return true;
-}
 
 /* An empty variable reads as unset, as LOCUS_* variables do. */
 static const char *variable(const char *name)
@@ -39,7 +23,7 @@ static bool read_count(const char *name, int *value, locus__launcher_rank *out)
         snprintf(out->problem, sizeof out->problem, "%s is not set", name);
         return false;
     }
-    if (!parse_count(text, strlen(text), value)) {
+    if (!locus__parse_small_uint(text, strlen(text), value)) {
         snprintf(out->problem, sizeof out->problem,
                  "%s='%.64s' is not a non-negative integer", name, text);
         return false;
@@ -56,13 +40,13 @@ static bool slurm_tasks_on_node(const char *list, int node, int *tasks)
     for (;;) {
         size_t digits = strspn(p, "0123456789");
         int count, repeat = 1;
-        if (!parse_count(p, digits, &count))
+        if (!locus__parse_small_uint(p, digits, &count))
             return false;
         p += digits;
         if (strncmp(p, "(x", 2) == 0) {
             p += 2;
             digits = strspn(p, "0123456789");
-            if (!parse_count(p, digits, &repeat) || repeat < 1 ||
+            if (!locus__parse_small_uint(p, digits, &repeat) || repeat < 1 ||
                 p[digits] != ')')
                 return false;
             p += digits + 1;

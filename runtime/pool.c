@@ -311,21 +311,29 @@ int locus__pool_count_on(const locus__pool *pool, int node_os_index)
     return count;
 }
 
+/* The workers of a job on a node (-1: all), or a failure when none runs
+ * there. */
+static locus_status job_workers(const locus__pool *pool, int node_os_index,
+                                int *first, int *count)
+{
+    node_range(pool, node_os_index, first, count);
+    if (*count == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "no worker runs on NUMA node %d", node_os_index);
+    return LOCUS_SUCCESS;
+}
+
 locus_status locus__pool_run(locus__pool *pool, int node_os_index,
                              locus_worker_fn fn, void *arg)
 {
-    int first, count;
-    node_range(pool, node_os_index, &first, &count);
-    if (count == 0)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "no worker runs on NUMA node %d", node_os_index);
     /* A worker that submits (a kernel calling back into the pool) would wait
      * for itself; run such nested work inline instead. */
-    if (current_worker >= 0) {
-        for (int rank = 0; rank < count; rank++)
-            fn(arg, rank, count);
-        return LOCUS_SUCCESS;
-    }
+    if (current_worker >= 0)
+        return locus__pool_run_here(pool, node_os_index, fn, arg);
+    int first, count;
+    locus_status status = job_workers(pool, node_os_index, &first, &count);
+    if (status != LOCUS_SUCCESS)
+        return status;
     pthread_mutex_lock(&pool->submit_lock);
     pthread_mutex_lock(&pool->lock);
     pool->job_node = node_os_index;
@@ -347,10 +355,9 @@ locus_status locus__pool_run_here(locus__pool *pool, int node_os_index,
                                   locus_worker_fn fn, void *arg)
 {
     int first, count;
-    node_range(pool, node_os_index, &first, &count);
-    if (count == 0)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "no worker runs on NUMA node %d", node_os_index);
+    locus_status status = job_workers(pool, node_os_index, &first, &count);
+    if (status != LOCUS_SUCCESS)
+        return status;
     /* Each rank runs as its worker would, so that its reads are counted
      * for that worker (and a nested submission runs inline). */
     int caller = current_worker;
