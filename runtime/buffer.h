@@ -34,8 +34,9 @@ struct locus_buffer {
     pthread_mutex_t state_lock;
     uint64_t valid;
     void *device_memory[LOCUS__MAX_DEVICES];
-    /* The device whose backend pinned the host copy (LOCUS__PIN_MIN_BYTES) (unpinned at destroy),
-     * or NULL; pin_refused: a backend could not, so none is asked again. */
+    /* The device whose backend pinned the host copy (LOCUS__PIN_MIN_BYTES)
+     * (unpinned at destroy), or NULL; pin_refused: a backend could not, so none
+     * is asked again. */
     const locus_device *pinned_by;
     bool pin_refused;
     bool mapped;

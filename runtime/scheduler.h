@@ -37,8 +37,7 @@ typedef struct locus__choice {
 
 /* Fills the record's chosen_by and estimates from the choice: only when a
  * record is wanted (formatting selectors costs more than choosing). */
-void locus__choice_to_record(const locus__choice *choice,
-                             locus_record *record);
+void locus__choice_to_record(const locus__choice *choice, locus_record *record);
 
 /* The device an op without one runs on: the first LOCUS_DEVICE item that
  * matches a device offering the op, else (or for `auto`) the cheapest by the

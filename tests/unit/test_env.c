@@ -251,9 +251,9 @@ int main(void)
 {
     /* The test sets what it needs; inherited values would confuse it. */
     static const char *const names[] = {
-        "LOCUS_DEVICE",  "LOCUS_BACKENDS", "LOCUS_THREADS",
-        "LOCUS_NUMA",    "LOCUS_STRICT",   "LOCUS_LOG",
-        "LOCUS_RECORD",  "LOCUS_TOPOLOGY", "LOCUS_PLUGIN_PATH",
+        "LOCUS_DEVICE",  "LOCUS_BACKENDS",    "LOCUS_THREADS",
+        "LOCUS_NUMA",    "LOCUS_STRICT",      "LOCUS_LOG",
+        "LOCUS_RECORD",  "LOCUS_TOPOLOGY",    "LOCUS_PLUGIN_PATH",
         "LOCUS_CPU_ISA", "LOCUS_CALIBRATION",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
