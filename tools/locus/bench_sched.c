@@ -355,7 +355,7 @@ static locus_status time_once(locus_context *context, locus_device *device,
  * round to round: what ran just before matters (two driver contexts
  * sharing a GPU switch between them, caches and clocks cool while a GPU
  * works), and a fixed cyclic order would always put the same configuration
- * after the same one. The median of each is kept after one untimed round
+ * after the same one. The median of each is kept after two untimed rounds
  * (program builds, first touch). */
 static locus_status time_all(locus_context *context, locus_device **devices,
                              size_t device_count, workload *w,
@@ -374,7 +374,10 @@ static locus_status time_all(locus_context *context, locus_device **devices,
     for (size_t i = 0; i < configs; i++)
         order[i] = i;
     locus_status status = LOCUS_SUCCESS;
-    for (int run = -1; run < runs && status == LOCUS_SUCCESS; run++) {
+    /* Two untimed rounds: the first pays what happens once (program
+     * builds, first touch, pinning), the second says how long a round
+     * takes, which sets the number of timed ones. */
+    for (int run = -2; run < runs && status == LOCUS_SUCCESS; run++) {
         double slowest = 0;
         for (size_t i = configs - 1; i > 0; i--) {
             size_t j = random_below(rng, i + 1);
@@ -399,7 +402,8 @@ static locus_status time_all(locus_context *context, locus_device **devices,
                 p->auto_elsewhere++;
             slowest = seconds > slowest ? seconds : slowest;
         }
-        /* After the warm-up: rounds under 2 ms get the most runs. */
+        /* After the second warm-up round: rounds under 2 ms get the most
+         * runs. */
         if (run == -1 && slowest < 2e-3)
             runs = MAX_RUNS;
     }
