@@ -735,6 +735,7 @@ locus_status locus__calibrate(locus_context *context, locus_device *device)
         settle(context, device, source);
     }
     pthread_mutex_unlock(&context->calibration_lock);
+    locus__sched_forget(context);
     return source == LOCUS__RATES_MEASURED ? LOCUS_SUCCESS
                                            : locus__fail(LOCUS_ERROR_BACKEND,
                                                          "calibrating %s "

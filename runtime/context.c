@@ -133,6 +133,7 @@ locus_context_create(const locus_context_options *options, locus_context **out)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "context");
     pthread_mutex_init(&context->record_lock, NULL);
     pthread_mutex_init(&context->calibration_lock, NULL);
+    pthread_mutex_init(&context->memo_lock, NULL);
     locus_status status = locus__config_load(&context->config, options);
     if (status != LOCUS_SUCCESS)
         goto free_context;
@@ -188,6 +189,7 @@ release_config:
 free_context:
     pthread_mutex_destroy(&context->record_lock);
     pthread_mutex_destroy(&context->calibration_lock);
+    pthread_mutex_destroy(&context->memo_lock);
     free(context);
     return status;
 }
@@ -205,6 +207,7 @@ LOCUS_API void locus_context_destroy(locus_context *context)
     locus__config_release(&context->config);
     pthread_mutex_destroy(&context->record_lock);
     pthread_mutex_destroy(&context->calibration_lock);
+    pthread_mutex_destroy(&context->memo_lock);
     free(context);
 }
 

@@ -31,6 +31,25 @@ struct locus_device {
     int rates_source; /* locus__rates_source */
 };
 
+/* The scheduler's last automatic choice for one kind of op, and what it
+ * depended on (sched.c): the model is a function of these alone once the
+ * devices are calibrated, so the same question gets the answer again
+ * without weighing every device, which after GPU work has cooled the
+ * caches costs microseconds, as much as a tiny op. */
+#define LOCUS__MEMO_INPUTS 3
+typedef struct locus__choice_memo {
+    bool valid;
+    double flops, bytes, output_bytes;
+    size_t input_count;
+    uint64_t masks[LOCUS__MEMO_INPUTS];
+    size_t sizes[LOCUS__MEMO_INPUTS];
+    size_t count;
+    locus_device *device;
+    double estimated_seconds;
+    const locus_device *candidates[LOCUS_RECORD_MAX_ESTIMATES];
+    double seconds[LOCUS_RECORD_MAX_ESTIMATES];
+} locus__choice_memo;
+
 struct locus_context {
     locus__config config;
     locus__topology topology;
@@ -46,6 +65,8 @@ struct locus_context {
 
     pthread_mutex_t record_lock;
     pthread_mutex_t calibration_lock;
+    pthread_mutex_t memo_lock;
+    locus__choice_memo memo[3]; /* by locus__op_kind */
     FILE *record_file;
 };
 

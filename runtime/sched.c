@@ -313,6 +313,84 @@ void locus__choice_to_record(const locus__choice *choice, locus_record *record)
     }
 }
 
+/* The memo's key for a cost: its figures and each input's valid mask and
+ * size, which are all the model reads besides the calibrated rates. */
+static bool memo_key(const locus__op_cost *cost, locus__choice_memo *key)
+{
+    if (cost->input_count > LOCUS__MEMO_INPUTS)
+        return false;
+    memset(key, 0, sizeof *key);
+    key->flops = cost->flops;
+    key->bytes = cost->bytes;
+    key->output_bytes = cost->output_bytes;
+    key->input_count = cost->input_count;
+    for (size_t i = 0; i < cost->input_count; i++) {
+        locus_buffer *buffer = cost->inputs[i];
+        pthread_mutex_lock(&buffer->state_lock);
+        key->masks[i] = buffer->valid;
+        pthread_mutex_unlock(&buffer->state_lock);
+        key->sizes[i] = buffer->bytes;
+    }
+    return true;
+}
+
+static bool same_key(const locus__choice_memo *a, const locus__choice_memo *b)
+{
+    if (a->flops != b->flops || a->bytes != b->bytes ||
+        a->output_bytes != b->output_bytes || a->input_count != b->input_count)
+        return false;
+    for (size_t i = 0; i < a->input_count; i++)
+        if (a->masks[i] != b->masks[i] || a->sizes[i] != b->sizes[i])
+            return false;
+    return true;
+}
+
+static bool memo_recall(locus_context *context, locus__op_kind op,
+                        const locus__choice_memo *key, locus__choice *out)
+{
+    pthread_mutex_lock(&context->memo_lock);
+    const locus__choice_memo *memo = &context->memo[op];
+    bool hit = memo->valid && same_key(memo, key);
+    if (hit) {
+        out->device = memo->device;
+        out->estimated_seconds = memo->estimated_seconds;
+        out->estimate_count = memo->count;
+        for (size_t i = 0; i < memo->count; i++) {
+            out->candidates[i] = memo->candidates[i];
+            out->seconds[i] = memo->seconds[i];
+        }
+    }
+    pthread_mutex_unlock(&context->memo_lock);
+    return hit;
+}
+
+static void memo_keep(locus_context *context, locus__op_kind op,
+                      const locus__choice_memo *key,
+                      const locus__choice *choice)
+{
+    pthread_mutex_lock(&context->memo_lock);
+    locus__choice_memo *memo = &context->memo[op];
+    *memo = *key;
+    memo->device = choice->device;
+    memo->estimated_seconds = choice->estimated_seconds;
+    memo->count = choice->estimate_count;
+    for (size_t i = 0; i < choice->estimate_count; i++) {
+        memo->candidates[i] = choice->candidates[i];
+        memo->seconds[i] = choice->seconds[i];
+    }
+    memo->valid = true;
+    pthread_mutex_unlock(&context->memo_lock);
+}
+
+void locus__sched_forget(locus_context *context)
+{
+    pthread_mutex_lock(&context->memo_lock);
+    for (size_t op = 0; op < sizeof context->memo / sizeof context->memo[0];
+         op++)
+        context->memo[op].valid = false;
+    pthread_mutex_unlock(&context->memo_lock);
+}
+
 locus_status locus__sched_choose(locus_context *context,
                                  const locus__op_cost *cost, locus__choice *out)
 {
@@ -343,10 +421,16 @@ locus_status locus__sched_choose(locus_context *context,
                    "this op; choosing automatically",
                    raw ? raw : "");
     }
-    if (!rank_devices(context, cost, 0, out))
-        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "no available device offers %s",
-                           locus__op_name(cost->op));
+    locus__choice_memo key;
+    bool keyed = memo_key(cost, &key);
+    if (!keyed || !memo_recall(context, cost->op, &key, out)) {
+        if (!rank_devices(context, cost, 0, out))
+            return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                               "no available device offers %s",
+                               locus__op_name(cost->op));
+        if (keyed)
+            memo_keep(context, cost->op, &key, out);
+    }
     out->chosen_by = "auto";
     explain(context, cost, out);
     return LOCUS_SUCCESS;

@@ -45,6 +45,8 @@ void locus__choice_to_record(const locus__choice *choice, locus_record *record);
 locus_status locus__sched_choose(locus_context *context,
                                  const locus__op_cost *cost,
                                  locus__choice *out);
+/* Forgets the remembered choices (their rates changed: a recalibration). */
+void locus__sched_forget(locus_context *context);
 /* After the devices in failed_mask (bits by ordinal) failed the op: the
  * cheapest other device offering it, or false when there is none. */
 bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
