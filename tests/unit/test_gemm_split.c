@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "expect_error.h"
+#include "gemm_case.h"
 #include "test_buffers.h"
 
 /* Under valgrind the PoCL part is skipped: loading PoCL's libraries trips
@@ -40,100 +41,20 @@ static locus_context *pocl_context; /* cpu, fake, PoCL opencl:0 if any */
 static locus_context *other_context;
 static locus_device *cpu, *fake, *reduce_only;
 
-typedef struct split_case {
-    locus_gemm_desc desc;
-    size_t a_count, b_count, c_count;
-    float *a, *b, *c; /* c: C before the call */
-    locus_buffer *ba, *bb, *bc;
-} split_case;
-
-/* Random A and B; C random too when beta != 0, else NaN, so an element
- * left unwritten fails. The bytes between rows (ldc > n) are random and
- * must come back unchanged either way. */
-static int case_make(split_case *s, locus_context *ctx, size_t m, size_t n,
-                     size_t k, int trans_a, int trans_b, size_t pad,
-                     double alpha, double beta)
-{
-    memset(s, 0, sizeof *s);
-    locus_gemm_desc_init(&s->desc);
-    s->desc.m = m, s->desc.n = n, s->desc.k = k;
-    s->desc.trans_a = trans_a ? LOCUS_TRANS : LOCUS_NO_TRANS;
-    s->desc.trans_b = trans_b ? LOCUS_TRANS : LOCUS_NO_TRANS;
-    s->desc.lda = (trans_a ? m : k) + pad;
-    s->desc.ldb = (trans_b ? k : n) + pad;
-    s->desc.ldc = n + pad;
-    s->desc.alpha = alpha;
-    s->desc.beta = beta;
-    s->a_count = (trans_a ? k : m) * s->desc.lda;
-    s->b_count = (trans_b ? n : k) * s->desc.ldb;
-    s->c_count = m * s->desc.ldc;
-    s->a = test_random_floats(s->a_count);
-    s->b = test_random_floats(s->b_count);
-    s->c = test_random_floats(s->c_count);
-    if (!s->a || !s->b || !s->c)
-        return 0;
-    if (beta == 0)
-        for (size_t i = 0; i < m; i++)
-            test_fill_nan(s->c + i * s->desc.ldc, n);
-    s->ba = test_upload_floats(ctx, s->a, s->a_count);
-    s->bb = test_upload_floats(ctx, s->b, s->b_count);
-    s->bc = test_upload_floats(ctx, s->c, s->c_count);
-    return s->ba && s->bb && s->bc;
-}
-
-static void case_free(split_case *s)
-{
-    locus_buffer_destroy(s->ba);
-    locus_buffer_destroy(s->bb);
-    locus_buffer_destroy(s->bc);
-    free(s->a);
-    free(s->b);
-    free(s->c);
-}
-
 /* C read back against alpha op(A) op(B) + beta C in float64. */
-static int case_check(const split_case *s, const char *what)
+static int case_check(const gemm_case *s, const char *what)
 {
-    const locus_gemm_desc *d = &s->desc;
     float *got = malloc(s->c_count * sizeof *got);
-    if (!got ||
-        TEST_OK(locus_buffer_read(s->bc, 0, got, s->c_count * sizeof *got))) {
-        free(got);
-        return 0;
-    }
-    double tolerance = 4.0 * ((double)d->k + 2.0) * 0x1.0p-24;
-    int ok = 1;
-    for (size_t i = 0; i < d->m && ok; i++)
-        for (size_t j = 0; j < d->ldc && ok; j++) {
-            size_t at = i * d->ldc + j;
-            if (j >= d->n) {
-                ok = TEST_EXPECT(got[at] == s->c[at],
-                                 "%s: c[%zu][%zu] past n changed", what, i, j);
-                continue;
-            }
-            double sum = 0, mag = 0;
-            for (size_t p = 0; p < d->k; p++) {
-                double x =
-                    d->trans_a ? s->a[p * d->lda + i] : s->a[i * d->lda + p];
-                double y =
-                    d->trans_b ? s->b[j * d->ldb + p] : s->b[p * d->ldb + j];
-                sum += x * y;
-                mag += fabs(x * y);
-            }
-            double old = d->beta == 0 ? 0 : d->beta * s->c[at];
-            double want = d->alpha * sum + old;
-            double scale = fabs(d->alpha) * mag + fabs(old);
-            double error = fabs(got[at] - want) / (scale + 1e-30);
-            ok = TEST_EXPECT(error <= tolerance,
-                             "%s: c[%zu][%zu] = %g, want %g (rel err %g)", what,
-                             i, j, got[at], want, error);
-        }
+    int ok =
+        got &&
+        !TEST_OK(locus_buffer_read(s->bc, 0, got, s->c_count * sizeof *got)) &&
+        gemm_case_check(s, got, what);
     free(got);
     return ok;
 }
 
 /* C is exactly what it was before a failed call. */
-static void expect_c_unchanged(const split_case *s, const char *what)
+static void expect_c_unchanged(const gemm_case *s, const char *what)
 {
     float *got = malloc(s->c_count * sizeof *got);
     if (got && TEST_OK(locus_buffer_read(
@@ -157,7 +78,7 @@ static const char *selector_of(locus_device *device)
  * result, and the record's device (the devices given rows, joined by '+'),
  * algorithm and flops. */
 static void run_split(locus_context *ctx, locus_device *const *devices,
-                      size_t count, const double *weights, split_case *s,
+                      size_t count, const double *weights, gemm_case *s,
                       const char *what)
 {
     size_t rows[8];
@@ -223,17 +144,17 @@ static void test_shapes(locus_context *ctx, locus_device *const *devices,
                 given += weights[i];
             if (given == 0)
                 weights = NULL;
-            split_case s;
+            gemm_case s;
             char what[160];
             snprintf(what, sizeof what,
                      "%s: %zux%zux%zu trans %d%d pad %zu beta %g weighting "
                      "%zu",
                      name, shapes[sh][0], shapes[sh][1], shapes[sh][2], t / 2,
                      t % 2, pad, beta, (sh * 4 + (size_t)t) % n_weightings);
-            if (case_make(&s, ctx, shapes[sh][0], shapes[sh][1], shapes[sh][2],
-                          t / 2, t % 2, pad, 1.25, beta))
+            if (gemm_case_make(&s, ctx, shapes[sh][0], shapes[sh][1],
+                               shapes[sh][2], t / 2, t % 2, pad, 1.25, beta))
                 run_split(ctx, devices, count, weights, &s, what);
-            case_free(&s);
+            gemm_case_free(&s);
         }
 }
 
@@ -251,14 +172,14 @@ static void test_weightings(locus_context *ctx, locus_device *const *devices,
             given += weightings[w][i];
         if (given == 0)
             continue; /* no device of these would get rows */
-        split_case s;
+        gemm_case s;
         char what[96];
         snprintf(what, sizeof what, "%s: weights %g %g %g", name,
                  weightings[w][0], weightings[w][1], weightings[w][2]);
-        if (case_make(&s, ctx, 11, 9, 6, (int)(w % 2), (int)(w / 2 % 2), w % 3,
-                      -1.0, w % 2 ? 0.0 : 2.0))
+        if (gemm_case_make(&s, ctx, 11, 9, 6, (int)(w % 2), (int)(w / 2 % 2),
+                           w % 3, -1.0, w % 2 ? 0.0 : 2.0))
             run_split(ctx, devices, count, weightings[w], &s, what);
-        case_free(&s);
+        gemm_case_free(&s);
     }
 }
 
@@ -279,8 +200,8 @@ static void test_rows(void)
         {{2.5, 2.5}, 10, {5, 5}}, {{1e308, 1e308}, 3, {2, 1}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        split_case s;
-        if (case_make(&s, context, cases[i].m, 2, 2, 0, 0, 0, 1, 0) &&
+        gemm_case s;
+        if (gemm_case_make(&s, context, cases[i].m, 2, 2, 0, 0, 0, 1, 0) &&
             TEST_OK(locus_gemm_split_rows(context, two, 2, cases[i].weights,
                                           &s.desc, s.ba, s.bb, s.bc, rows)) ==
                 LOCUS_SUCCESS)
@@ -289,12 +210,12 @@ static void test_rows(void)
                         "weights %g %g over %zu rows: %zu %zu, want %zu %zu",
                         cases[i].weights[0], cases[i].weights[1], cases[i].m,
                         rows[0], rows[1], cases[i].want[0], cases[i].want[1]);
-        case_free(&s);
+        gemm_case_free(&s);
     }
     /* The cost model's plan: every row placed, and a device that comes to
      * hold B gets no fewer rows (it no longer needs to receive B). */
-    split_case s;
-    if (case_make(&s, context, 300, 300, 300, 0, 0, 0, 1, 0)) {
+    gemm_case s;
+    if (gemm_case_make(&s, context, 300, 300, 300, 0, 0, 0, 1, 0)) {
         size_t before[2] = {0, 0};
         TEST_OK(locus_gemm_split_rows(context, two, 2, NULL, &s.desc, s.ba,
                                       s.bb, s.bc, before));
@@ -315,7 +236,7 @@ static void test_rows(void)
                "device %zu+%zu\n",
                before[0], before[1], rows[0], rows[1]);
     }
-    case_free(&s);
+    gemm_case_free(&s);
 }
 
 /* A device that already holds a current copy of B reads it there: only
@@ -323,9 +244,9 @@ static void test_rows(void)
 static void test_b_already_on_device(void)
 {
     printf("b already on the device\n");
-    split_case s;
-    if (!case_make(&s, context, 12, 10, 8, 0, 0, 0, 1.0, 0.0)) {
-        case_free(&s);
+    gemm_case s;
+    if (!gemm_case_make(&s, context, 12, 10, 8, 0, 0, 0, 1.0, 0.0)) {
+        gemm_case_free(&s);
         return;
     }
     locus_device *devices[] = {cpu, fake};
@@ -355,7 +276,7 @@ static void test_b_already_on_device(void)
                 (unsigned long long)record.bytes_to_device,
                 (unsigned long long)a_bytes);
     case_check(&s, "b already on the device");
-    case_free(&s);
+    gemm_case_free(&s);
 }
 
 /* A device that fails (out of memory, a failed copy) fails the call with
@@ -372,8 +293,8 @@ static void test_device_failure(void)
                                             LOCUS_ERROR_BACKEND};
     for (int v = 0; v < 2; v++)
         for (int beta = 0; beta < 2; beta++) {
-            split_case s;
-            if (case_make(&s, context, 9, 7, 5, beta, 0, 2, 1.0, beta)) {
+            gemm_case s;
+            if (gemm_case_make(&s, context, 9, 7, 5, beta, 0, 2, 1.0, beta)) {
                 setenv(variables[v], "1", 1);
                 TEST_ERROR(locus_gemm_split(context, devices, 2, weights,
                                             &s.desc, s.ba, s.bb, s.bc, NULL),
@@ -383,16 +304,16 @@ static void test_device_failure(void)
                 /* And the next call, the device healthy, succeeds. */
                 run_split(context, devices, 2, weights, &s, "after a failure");
             }
-            case_free(&s);
+            gemm_case_free(&s);
         }
 }
 
 static void test_errors(void)
 {
     printf("error paths\n");
-    split_case s;
-    if (!case_make(&s, context, 4, 3, 2, 0, 0, 0, 1.0, 0.0)) {
-        case_free(&s);
+    gemm_case s;
+    if (!gemm_case_make(&s, context, 4, 3, 2, 0, 0, 0, 1.0, 0.0)) {
+        gemm_case_free(&s);
         return;
     }
     locus_device *foreign = NULL;
@@ -512,7 +433,7 @@ static void test_errors(void)
                LOCUS_ERROR_NOT_SUPPORTED, "gemm is not supported");
     /* None of the refused calls touched C. */
     expect_c_unchanged(&s, "refused calls");
-    case_free(&s);
+    gemm_case_free(&s);
 }
 
 static locus_context *make_context(const char *plugin_path)

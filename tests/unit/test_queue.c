@@ -13,100 +13,11 @@
 
 #include "conv_reference.h"
 #include "expect_error.h"
+#include "gemm_case.h"
 #include "test_buffers.h"
 
 static locus_context *context, *other_context;
 static locus_device *cpu, *fake, *reduce_only;
-
-/* A gemm and its data: op(A) m x k, op(B) k x n, C m x n, all with their
- * own leading dimensions. */
-typedef struct gemm_case {
-    locus_gemm_desc desc;
-    size_t a_count, b_count, c_count;
-    float *a, *b, *c;
-    locus_buffer *ba, *bb, *bc;
-} gemm_case;
-
-static void gemm_case_make(gemm_case *g, size_t m, size_t n, size_t k,
-                           int trans_a, int trans_b, size_t pad, double alpha,
-                           double beta)
-{
-    memset(g, 0, sizeof *g);
-    locus_gemm_desc_init(&g->desc);
-    g->desc.m = m, g->desc.n = n, g->desc.k = k;
-    g->desc.trans_a = trans_a ? LOCUS_TRANS : LOCUS_NO_TRANS;
-    g->desc.trans_b = trans_b ? LOCUS_TRANS : LOCUS_NO_TRANS;
-    g->desc.lda = (trans_a ? m : k) + pad;
-    g->desc.ldb = (trans_b ? k : n) + pad;
-    g->desc.ldc = n + pad;
-    g->desc.alpha = alpha;
-    g->desc.beta = beta;
-    g->a_count = (trans_a ? k : m) * g->desc.lda;
-    g->b_count = (trans_b ? n : k) * g->desc.ldb;
-    g->c_count = m * g->desc.ldc;
-    g->a = test_random_floats(g->a_count);
-    g->b = test_random_floats(g->b_count);
-    g->c = test_random_floats(g->c_count);
-    if (!g->a || !g->b || !g->c)
-        return;
-    g->ba = test_upload_floats(context, g->a, g->a_count);
-    g->bb = test_upload_floats(context, g->b, g->b_count);
-    g->bc = test_upload_floats(context, g->c, g->c_count);
-}
-
-static void gemm_case_free(gemm_case *g)
-{
-    locus_buffer_destroy(g->ba);
-    locus_buffer_destroy(g->bb);
-    locus_buffer_destroy(g->bc);
-    free(g->a);
-    free(g->b);
-    free(g->c);
-}
-
-/* Element (i, j) of alpha op(A) op(B) + beta C_before in float64, and the
- * magnitude of its terms. */
-static double gemm_ref(const gemm_case *g, const float *c_before, size_t i,
-                       size_t j, double *magnitude)
-{
-    const locus_gemm_desc *d = &g->desc;
-    double sum = 0, mag = 0;
-    for (size_t p = 0; p < d->k; p++) {
-        double x = d->trans_a ? g->a[p * d->lda + i] : g->a[i * d->lda + p];
-        double y = d->trans_b ? g->b[j * d->ldb + p] : g->b[p * d->ldb + j];
-        sum += x * y;
-        mag += fabs(x * y);
-    }
-    double old = d->beta == 0 ? 0 : d->beta * c_before[i * d->ldc + j];
-    *magnitude = fabs(d->alpha) * mag + fabs(old);
-    return d->alpha * sum + old;
-}
-
-/* got (read back from C) against the reference: every element of the
- * matrix within float32 rounding of a k-term sum, and the bytes between
- * rows (ldc > n) untouched. */
-static void gemm_check(const gemm_case *g, const float *got, const char *what)
-{
-    const locus_gemm_desc *d = &g->desc;
-    double tolerance = 4.0 * ((double)d->k + 2.0) * 0x1.0p-24;
-    for (size_t i = 0; i < d->m; i++)
-        for (size_t j = 0; j < d->ldc; j++) {
-            size_t at = i * d->ldc + j;
-            if (j >= d->n) {
-                if (!TEST_EXPECT(got[at] == g->c[at],
-                                 "%s: c[%zu][%zu] past n changed", what, i, j))
-                    return;
-                continue;
-            }
-            double magnitude;
-            double want = gemm_ref(g, g->c, i, j, &magnitude);
-            double error = fabs(got[at] - want) / (magnitude + 1e-30);
-            if (!TEST_EXPECT(error <= tolerance,
-                             "%s: c[%zu][%zu] = %g, want %g (rel err %g)", what,
-                             i, j, got[at], want, error))
-                return;
-        }
-}
 
 static double float_sum(const float *x, size_t count)
 {
@@ -145,7 +56,7 @@ static void test_results(locus_device *device, const char *name)
 
     /* Transposed, strided, beta != 0. */
     gemm_case g;
-    gemm_case_make(&g, test_rng_range(1, 40), test_rng_range(1, 40),
+    gemm_case_make(&g, context, test_rng_range(1, 40), test_rng_range(1, 40),
                    test_rng_range(1, 40), (int)test_rng_range(0, 1),
                    (int)test_rng_range(0, 1), test_rng_range(0, 3), 0.75, -0.5);
     locus_record record;
@@ -200,7 +111,7 @@ static void test_results(locus_device *device, const char *name)
         float *got = malloc(g.c_count * sizeof *got);
         if (got && TEST_OK(locus_buffer_read(
                        g.bc, 0, got, g.c_count * sizeof *got)) == LOCUS_SUCCESS)
-            gemm_check(&g, got, name);
+            (void)gemm_case_check(&g, got, name);
         free(got);
         TEST_EXPECT(strcmp(record.op, "gemm") == 0 && record.device[0] &&
                         record.flops == 2.0 * (double)g.desc.m *
@@ -497,7 +408,7 @@ static void test_destroy_pending(void)
     if (TEST_OK(locus_queue_create(context, fake, &queue)) != LOCUS_SUCCESS)
         return;
     for (int i = 0; i < OPS; i++) {
-        gemm_case_make(&g[i], 20 + (size_t)i, 13, 30, i % 2, i / 2 % 2,
+        gemm_case_make(&g[i], context, 20 + (size_t)i, 13, 30, i % 2, i / 2 % 2,
                        (size_t)i % 3, 1.0, i % 3 ? 0.0 : 1.5);
         if (g[i].ba && g[i].bb && g[i].bc)
             TEST_OK(locus_enqueue_gemm(queue, &g[i].desc, g[i].ba, g[i].bb,
@@ -522,7 +433,7 @@ static void test_destroy_pending(void)
                 LOCUS_SUCCESS) {
             char what[32];
             snprintf(what, sizeof what, "pending op %d", i);
-            gemm_check(&g[i], got, what);
+            (void)gemm_case_check(&g[i], got, what);
         }
         free(got);
         gemm_case_free(&g[i]);
