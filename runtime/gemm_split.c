@@ -142,31 +142,58 @@ static locus_status model_shares(locus_context *context,
                                  bool c_read, double *shares)
 {
     double fixed[LOCUS__MAX_DEVICES], per_row[LOCUS__MAX_DEVICES];
-    double low = INFINITY, high = 0;
+    double min_rows[LOCUS__MAX_DEVICES];
+    bool used[LOCUS__MAX_DEVICES];
     double m = (double)desc->m;
     for (size_t i = 0; i < count; i++) {
         locus__sched_gemm_rows(context, devices[i], desc, b, c_read, &fixed[i],
-                               &per_row[i]);
+                               &per_row[i], &min_rows[i]);
         if (!(per_row[i] > 0) || !isfinite(fixed[i]))
             return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                "the scheduler's model of %s gives no rate; "
                                "give weights",
                                devices[i]->info.selector);
-        low = fixed[i] < low ? fixed[i] : low;
-        double alone = fixed[i] + m * per_row[i];
-        high = alone > high ? alone : high;
+        used[i] = true;
     }
-    for (int step = 0; step < 100; step++) {
-        double t = 0.5 * (low + high), rows = 0;
+    /* A device whose block would be too small to keep its workers busy,
+     * and which would then finish after the others, is left out and the
+     * rest planned again: at most once per device. */
+    for (size_t round = 0; round <= count; round++) {
+        double low = INFINITY, high = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (!used[i])
+                continue;
+            low = fixed[i] < low ? fixed[i] : low;
+            double alone = fixed[i] + m * per_row[i];
+            high = alone > high ? alone : high;
+        }
+        for (int step = 0; step < 100; step++) {
+            double t = 0.5 * (low + high), rows = 0;
+            for (size_t i = 0; i < count; i++)
+                if (used[i] && t > fixed[i])
+                    rows += (t - fixed[i]) / per_row[i];
+            if (rows < m)
+                low = t;
+            else
+                high = t;
+        }
+        size_t in_use = 0;
         for (size_t i = 0; i < count; i++)
-            rows += t > fixed[i] ? (t - fixed[i]) / per_row[i] : 0;
-        if (rows < m)
-            low = t;
-        else
-            high = t;
+            in_use += used[i];
+        bool dropped = false;
+        for (size_t i = 0; i < count; i++) {
+            shares[i] =
+                used[i] && high > fixed[i] ? (high - fixed[i]) / per_row[i] : 0;
+            bool too_few = shares[i] > 0 && shares[i] < min_rows[i];
+            if (too_few && in_use > 1 && !dropped &&
+                fixed[i] + min_rows[i] * per_row[i] > high) {
+                used[i] = false;
+                dropped = true;
+            }
+        }
+        if (!dropped)
+            break;
     }
-    for (size_t i = 0; i < count; i++)
-        shares[i] = high > fixed[i] ? (high - fixed[i]) / per_row[i] : 0;
     return LOCUS_SUCCESS;
 }
 

@@ -162,14 +162,24 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
 
 void locus__sched_gemm_rows(locus_context *context, locus_device *device,
                             const locus_gemm_desc *desc, locus_buffer *b,
-                            bool c_read, double *fixed, double *per_row)
+                            bool c_read, double *fixed, double *per_row,
+                            double *min_rows)
 {
     const locus__rates *rates = locus__device_rates(context, device);
     double n = (double)desc->n, k = (double)desc->k;
     *fixed = rates->gemm_fixed_seconds;
     *per_row = 2.0 * n * k / rates->gemm_flops;
-    if (device->backend->table->host_memory)
+    *min_rows = 0;
+    if (device->backend->table->host_memory) {
+        /* B read and its packed panels written; rows go to the workers in
+         * micro-tiles of up to 16 (avx512's 12, avx2's 6, rounded up), so
+         * fewer than 16 per worker leave some idle. */
+        *fixed += 2.0 * 4.0 * n * k / rates->reduce_bytes;
+        *min_rows =
+            16.0 *
+            (device->info.compute_units > 0 ? device->info.compute_units : 1);
         return;
+    }
     pthread_mutex_lock(&b->state_lock);
     bool b_there = (b->valid & copy_bit(device)) != 0;
     pthread_mutex_unlock(&b->state_lock);

@@ -62,10 +62,14 @@ double locus__sched_rate(locus_context *context, locus_device *device,
 /* The model of one block of a row-split gemm on a device: fixed + rows *
  * per_row seconds. B moves whole (unless current there) and belongs to the
  * fixed part with the launch; A's and C's rows move per row (C both ways
- * when c_read), as do the row's flops. For locus_gemm_split's plan. */
+ * when c_read), as do the row's flops. On the CPU, B is packed whole (the
+ * fixed part), and a block of fewer than min_rows rows leaves workers idle
+ * yet takes as long as min_rows would (min_rows is 0 elsewhere). For
+ * locus_gemm_split's plan. */
 void locus__sched_gemm_rows(locus_context *context, locus_device *device,
                             const locus_gemm_desc *desc, locus_buffer *b,
-                            bool c_read, double *fixed, double *per_row);
+                            bool c_read, double *fixed, double *per_row,
+                            double *min_rows);
 /* What "auto" names without an op: the device a large gemm would go to. */
 locus_device *locus__sched_default_device(locus_context *context);
 

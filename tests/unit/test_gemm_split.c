@@ -436,6 +436,47 @@ static void test_errors(void)
     gemm_case_free(&s);
 }
 
+static locus_context *make_context(const char *plugin_path);
+
+/* A CPU block too small to keep its workers busy, which would finish after
+ * the device's, is left out of the plan; a larger one stays. Two workers,
+ * nominal rates: the CPU does 16 GFLOP/s, the fake device 128. */
+static void test_small_cpu_block_left_out(const char *plugin_path)
+{
+    printf("small cpu block\n");
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.ignore_environment = 1;
+    options.calibration = "nominal";
+    options.backends = "cpu,cuda";
+    options.plugin_path = plugin_path;
+    options.threads = "2";
+    locus_context *ctx = NULL;
+    if (TEST_OK(locus_context_create(&options, &ctx)))
+        return;
+    locus_device *two[2] = {NULL, NULL};
+    TEST_OK(locus_device_find(ctx, "cpu", &two[0]));
+    TEST_OK(locus_device_find(ctx, "cuda:0", &two[1]));
+    struct {
+        size_t m;
+        int cpu_used;
+    } cases[] = {{100, 0}, {4000, 1}};
+    for (size_t i = 0; i < 2 && two[0] && two[1]; i++) {
+        gemm_case s;
+        size_t rows[2] = {99, 99};
+        if (gemm_case_make(&s, ctx, cases[i].m, 512, 512, 0, 0, 0, 1, 0) &&
+            TEST_OK(locus_gemm_split_rows(ctx, two, 2, NULL, &s.desc, s.ba,
+                                          s.bb, s.bc, rows)) == LOCUS_SUCCESS)
+            TEST_EXPECT(rows[0] + rows[1] == cases[i].m &&
+                            (rows[0] > 0) == cases[i].cpu_used,
+                        "m = %zu: cpu %zu rows, fake %zu; the cpu should %s",
+                        cases[i].m, rows[0], rows[1],
+                        cases[i].cpu_used ? "take some" : "take none");
+        gemm_case_free(&s);
+    }
+    locus_context_destroy(ctx);
+}
+
 static locus_context *make_context(const char *plugin_path)
 {
     locus_context_options options;
@@ -470,6 +511,7 @@ int main(int argc, char **argv)
         goto destroy;
 
     test_rows();
+    test_small_cpu_block_left_out(path);
     locus_device *pair[] = {cpu, fake, NULL};
     test_shapes(context, pair, 2, "cpu+fake");
     locus_device *fake_first[] = {fake, cpu};
