@@ -53,6 +53,11 @@ typedef struct opencl_device {
      * (opencl_conv.c), released with the program. */
     cl_mem workspace[2];
     size_t workspace_bytes[2];
+    /* The reduce's per-group partials, kept between calls (making and
+     * releasing a buffer per op cost NVIDIA's OpenCL tens of
+     * microseconds); grow-only, released with the program. */
+    cl_mem reduce_partials;
+    size_t reduce_partials_count;
 } opencl_device;
 
 typedef struct opencl_state {

@@ -107,8 +107,19 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     cl_int err = CL_SUCCESS;
     const char *failed = "";
     float *partials = malloc(groups * sizeof *partials);
-    cl_mem partial_buffer = clCreateBuffer(device->context, CL_MEM_WRITE_ONLY,
-                                           groups * sizeof(float), NULL, &err);
+    if (device->reduce_partials_count < groups) {
+        if (device->reduce_partials != NULL)
+            clReleaseMemObject(device->reduce_partials);
+        device->reduce_partials_count = 0;
+        device->reduce_partials =
+            clCreateBuffer(device->context, CL_MEM_READ_WRITE,
+                           groups * sizeof(float), NULL, &err);
+        if (device->reduce_partials != NULL && err == CL_SUCCESS)
+            device->reduce_partials_count = groups;
+        else
+            device->reduce_partials = NULL;
+    }
+    cl_mem partial_buffer = device->reduce_partials;
     if (partials == NULL) {
         status = state->services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                        "opencl:%zu reduce: out of host "
@@ -150,8 +161,6 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     *result = acc;
     locus__opencl_set_algorithm(op, "tree partials + host");
 release:
-    if (partial_buffer != NULL)
-        clReleaseMemObject(partial_buffer);
     free(partials);
     pthread_mutex_unlock(&device->lock);
     return status;

@@ -342,4 +342,8 @@ void locus__opencl_program_release(opencl_device *device)
         device->workspace[i] = NULL;
         device->workspace_bytes[i] = 0;
     }
+    if (device->reduce_partials != NULL)
+        clReleaseMemObject(device->reduce_partials);
+    device->reduce_partials = NULL;
+    device->reduce_partials_count = 0;
 }
