@@ -265,116 +265,104 @@ static locus_status measure_reduce(locus_context *context, locus_device *device,
     return LOCUS_SUCCESS;
 }
 
-typedef struct gemm_args {
-    locus_buffer *a, *b, *c;
-    size_t n;
-} gemm_args;
+/* One point of a size sweep: an op on three operands (gemm's A, B and C;
+ * conv2d's input, filter and output) of the given sizes, and its flops. */
+typedef struct sweep_point {
+    size_t step;
+    size_t floats[3];
+    double flops;
+    locus_buffer *operands[3];
+} sweep_point;
+
+/* Fills the point's sizes and flops for its step. */
+typedef void (*sweep_shape)(sweep_point *point);
+
+#define MAX_POINTS 16
+
+static void gemm_shape(sweep_point *point)
+{
+    size_t n = (size_t)64 << point->step;
+    point->floats[0] = point->floats[1] = point->floats[2] = n * n;
+    point->flops = 2.0 * (double)n * (double)n * (double)n;
+}
 
 static locus_status run_gemm(locus_context *context, locus_device *device,
                              void *opaque)
 {
-    gemm_args *args = opaque;
+    sweep_point *point = opaque;
     locus_gemm_desc desc;
     locus_gemm_desc_init(&desc);
-    desc.m = desc.n = desc.k = args->n;
-    return locus_gemm(context, device, &desc, args->a, args->b, args->c, NULL);
+    desc.m = desc.n = desc.k = (size_t)64 << point->step;
+    return locus_gemm(context, device, &desc, point->operands[0],
+                      point->operands[1], point->operands[2], NULL);
 }
 
-#define MAX_POINTS 16
-
-static locus_status measure_gemm(locus_context *context, locus_device *device,
-                                 locus__rates *rates)
+/* A 3x3, 64-channel layer growing in image size to 64x64, then in batch:
+ * the commonest layer shape, so the rate is the one most convs will see. */
+static void conv_desc(size_t step, locus_conv2d_desc *desc)
 {
-    double work[MAX_POINTS], seconds[MAX_POINTS];
-    size_t points = 0;
-    size_t cap = largest_probe_bytes(device);
-    locus_status status = LOCUS_SUCCESS;
-    for (size_t n = 64; points < MAX_POINTS; n *= 2) {
-        gemm_args args = {NULL, NULL, NULL, n};
-        status = make_buffer(context, n * n, &args.a);
-        if (status == LOCUS_SUCCESS)
-            status = make_buffer(context, n * n, &args.b);
-        if (status == LOCUS_SUCCESS)
-            status = make_buffer(context, n * n, &args.c);
-        if (status == LOCUS_SUCCESS)
-            status = time_op(context, device, run_gemm, &args, SAMPLES,
-                             &seconds[points]);
-        locus_buffer_destroy(args.a);
-        locus_buffer_destroy(args.b);
-        locus_buffer_destroy(args.c);
-        if (status != LOCUS_SUCCESS)
-            return status;
-        work[points] = 2.0 * (double)n * (double)n * (double)n;
-        if (seconds[points++] > LONG_ENOUGH_SECONDS ||
-            4 * n * n * sizeof(float) * 3 > cap)
-            break;
-    }
-    if (!locus__fit_rate(work, seconds, points, &rates->gemm_fixed_seconds,
-                         &rates->gemm_flops))
-        return locus__fail(LOCUS_ERROR_BACKEND,
-                           "gemm timings on %s give no rate",
-                           device->info.selector);
-    return LOCUS_SUCCESS;
+    locus_conv2d_desc_init(desc);
+    desc->batch = step > 3 ? (size_t)1 << (step - 3) : 1;
+    desc->in_channels = desc->out_channels = 64;
+    desc->in_height = desc->in_width = (size_t)8 << (step < 3 ? step : 3);
+    desc->kernel_height = desc->kernel_width = 3;
+    desc->pad_h = desc->pad_w = 1;
 }
 
-typedef struct conv_args {
-    locus_buffer *input, *filter, *output;
+static void conv_shape(sweep_point *point)
+{
     locus_conv2d_desc desc;
-} conv_args;
+    conv_desc(point->step, &desc);
+    size_t image = desc.batch * 64 * desc.in_height * desc.in_width;
+    point->floats[0] = point->floats[2] = image;
+    point->floats[1] = 64 * 64 * 9;
+    point->flops = 2.0 * (double)image * 64 * 9;
+}
 
 static locus_status run_conv(locus_context *context, locus_device *device,
                              void *opaque)
 {
-    conv_args *args = opaque;
-    return locus_conv2d(context, device, &args->desc, args->input, args->filter,
-                        args->output, NULL);
+    sweep_point *point = opaque;
+    locus_conv2d_desc desc;
+    conv_desc(point->step, &desc);
+    return locus_conv2d(context, device, &desc, point->operands[0],
+                        point->operands[1], point->operands[2], NULL);
 }
 
-/* A 3x3, 64-channel layer growing in image size and then in batch: the
- * commonest layer shape, so the rate is the one most convs will see. */
-static locus_status measure_conv(locus_context *context, locus_device *device,
-                                 locus__rates *rates)
+/* Times the op at growing sizes until a run takes LONG_ENOUGH_SECONDS or
+ * the next size would not fit the probe limit, then fits time = fixed +
+ * flops / rate to the points. */
+static locus_status sweep(locus_context *context, locus_device *device,
+                          const char *name, sweep_shape shape, timed_op run,
+                          double *fixed, double *rate)
 {
     double work[MAX_POINTS], seconds[MAX_POINTS];
-    size_t points = 0, side = 8, batch = 1;
+    size_t points = 0;
     size_t cap = largest_probe_bytes(device);
-    locus_status status = LOCUS_SUCCESS;
-    while (points < MAX_POINTS) {
-        conv_args args = {NULL, NULL, NULL, {0}};
-        locus_conv2d_desc_init(&args.desc);
-        args.desc.batch = batch;
-        args.desc.in_channels = args.desc.out_channels = 64;
-        args.desc.in_height = args.desc.in_width = side;
-        args.desc.kernel_height = args.desc.kernel_width = 3;
-        args.desc.pad_h = args.desc.pad_w = 1;
-        size_t image = batch * 64 * side * side;
-        status = make_buffer(context, image, &args.input);
+    for (size_t step = 0; step < MAX_POINTS; step++) {
+        sweep_point point = {.step = step};
+        shape(&point);
+        size_t bytes = sizeof(float) *
+                       (point.floats[0] + point.floats[1] + point.floats[2]);
+        if (points > 0 && bytes > cap)
+            break;
+        locus_status status = LOCUS_SUCCESS;
+        for (size_t i = 0; i < 3 && status == LOCUS_SUCCESS; i++)
+            status = make_buffer(context, point.floats[i], &point.operands[i]);
         if (status == LOCUS_SUCCESS)
-            status = make_buffer(context, 64 * 64 * 9, &args.filter);
-        if (status == LOCUS_SUCCESS)
-            status = make_buffer(context, image, &args.output);
-        if (status == LOCUS_SUCCESS)
-            status = time_op(context, device, run_conv, &args, SAMPLES,
+            status = time_op(context, device, run, &point, SAMPLES,
                              &seconds[points]);
-        locus_buffer_destroy(args.input);
-        locus_buffer_destroy(args.filter);
-        locus_buffer_destroy(args.output);
+        for (size_t i = 0; i < 3; i++)
+            locus_buffer_destroy(point.operands[i]);
         if (status != LOCUS_SUCCESS)
             return status;
-        work[points] = 2.0 * (double)image * 64 * 9;
-        if (seconds[points++] > LONG_ENOUGH_SECONDS ||
-            4 * image * sizeof(float) * 2 > cap)
+        work[points] = point.flops;
+        if (seconds[points++] > LONG_ENOUGH_SECONDS)
             break;
-        if (side < 64)
-            side *= 2;
-        else
-            batch *= 2;
     }
-    if (!locus__fit_rate(work, seconds, points, &rates->conv_fixed_seconds,
-                         &rates->conv_flops))
-        return locus__fail(LOCUS_ERROR_BACKEND,
-                           "conv2d timings on %s give no rate",
-                           device->info.selector);
+    if (!locus__fit_rate(work, seconds, points, fixed, rate))
+        return locus__fail(LOCUS_ERROR_BACKEND, "%s timings on %s give no rate",
+                           name, device->info.selector);
     return LOCUS_SUCCESS;
 }
 
@@ -468,10 +456,12 @@ static locus_status measure(locus_context *context, locus_device *device,
             status = measure_reduce(context, device, &measured);
     }
     if (status == LOCUS_SUCCESS && locus__device_offers(device, LOCUS__OP_GEMM))
-        status = measure_gemm(context, device, &measured);
+        status = sweep(context, device, "gemm", gemm_shape, run_gemm,
+                       &measured.gemm_fixed_seconds, &measured.gemm_flops);
     if (status == LOCUS_SUCCESS &&
         locus__device_offers(device, LOCUS__OP_CONV2D))
-        status = measure_conv(context, device, &measured);
+        status = sweep(context, device, "conv2d", conv_shape, run_conv,
+                       &measured.conv_fixed_seconds, &measured.conv_flops);
     if (status == LOCUS_SUCCESS && !device->backend->table->host_memory)
         status = measure_transfers(device, &measured);
     measuring = false;
