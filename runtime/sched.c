@@ -40,26 +40,6 @@ static uint64_t copy_bit(const locus_device *device)
                : UINT64_C(1) << (device->ordinal + 1);
 }
 
-/* Bytes of the inputs whose copy on the device is stale, and whether any
- * input is current there already. */
-static double stale_input_bytes(const locus_device *device,
-                                const locus__op_cost *cost, bool *any_current)
-{
-    uint64_t bit = copy_bit(device);
-    double bytes = 0;
-    *any_current = false;
-    for (size_t i = 0; i < cost->input_count; i++) {
-        locus_buffer *buffer = cost->inputs[i];
-        pthread_mutex_lock(&buffer->state_lock);
-        if (buffer->valid & bit)
-            *any_current = true;
-        else
-            bytes += (double)buffer->bytes;
-        pthread_mutex_unlock(&buffer->state_lock);
-    }
-    return bytes;
-}
-
 /* The device whose copy of a buffer is current when the host's is not. */
 static locus_device *holder_of(locus_context *context, uint64_t valid)
 {
@@ -74,7 +54,9 @@ static locus_device *holder_of(locus_context *context, uint64_t valid)
 /* What bringing the stale inputs to the device costs: a copy down from the
  * device that holds one (when the host's copy is stale too), then a copy up
  * unless the device computes on host memory; each copy also pays its
- * device's copy latency (calibrated), which dominates small buffers. */
+ * device's copy latency (calibrated), which dominates small buffers.
+ * Also says whether any input is current there, and how many bytes are
+ * not. */
 /* A buffer of LOCUS__PIN_MIN_BYTES or more is pinned at its first copy
  * (buffer.c) and then copies at the pinned rate; the one-time cost of
  * pinning is left out, as it is paid once per buffer. */
@@ -96,12 +78,14 @@ static double download_rate(const locus__rates *rates, double bytes)
 
 static double transfer_seconds(locus_context *context, locus_device *device,
                                const locus__op_cost *cost,
-                               const locus__rates *rates, bool *any_current)
+                               const locus__rates *rates, bool *any_current,
+                               double *stale_bytes)
 {
     uint64_t bit = copy_bit(device);
     bool to_device = !device->backend->table->host_memory;
     double seconds = 0;
     *any_current = false;
+    *stale_bytes = 0;
     for (size_t i = 0; i < cost->input_count; i++) {
         locus_buffer *buffer = cost->inputs[i];
         pthread_mutex_lock(&buffer->state_lock);
@@ -112,6 +96,7 @@ static double transfer_seconds(locus_context *context, locus_device *device,
             continue;
         }
         double bytes = (double)buffer->bytes;
+        *stale_bytes += bytes;
         if (!(valid & LOCUS__HOST_COPY)) {
             locus_device *holder = holder_of(context, valid);
             if (holder) {
@@ -151,7 +136,9 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
     double floor = rates->launch_seconds + memory;
     double seconds = compute > floor ? compute : floor;
     bool any_current;
-    seconds += transfer_seconds(context, device, cost, rates, &any_current);
+    double stale;
+    seconds +=
+        transfer_seconds(context, device, cost, rates, &any_current, &stale);
     if (!device->backend->table->host_memory && !any_current &&
         rates->download_bytes > 0 && cost->output_bytes > 0)
         seconds +=
@@ -295,7 +282,10 @@ static void explain(locus_context *context, const locus__op_cost *cost,
         used += (size_t)n;
     }
     bool any_current;
-    double stale = stale_input_bytes(choice->device, cost, &any_current);
+    double stale;
+    transfer_seconds(context, choice->device, cost,
+                     locus__device_rates(context, choice->device), &any_current,
+                     &stale);
     locus__log(context, LOCUS_LOG_INFO,
                "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s; "
                "%.3g MB of inputs to copy there",
