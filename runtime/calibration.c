@@ -521,16 +521,6 @@ static bool calibration_key(locus_context *context, const locus_device *device,
     return true;
 }
 
-static uint64_t key_hash(const char *key)
-{
-    uint64_t hash = UINT64_C(14695981039346656037);
-    for (const char *c = key; *c; c++) {
-        hash ^= (unsigned char)*c;
-        hash *= UINT64_C(1099511628211);
-    }
-    return hash;
-}
-
 /* $XDG_CACHE_HOME/locus, else ~/.cache/locus; made when missing. */
 static bool cache_dir(char *dir, size_t size)
 {
@@ -565,7 +555,8 @@ static bool cache_paths(const char *key, char *path, char *lock_path,
     char dir[3072];
     if (!cache_dir(dir, sizeof dir))
         return false;
-    unsigned long long hash = (unsigned long long)key_hash(key);
+    unsigned long long hash =
+        (unsigned long long)locus__calibration_hash(key, strlen(key));
     int a = snprintf(path, size, "%s/calibration-%016llx.txt", dir, hash);
     int b = snprintf(lock_path, size, "%s/calibration-%016llx.lock", dir, hash);
     return a > 0 && (size_t)a < size && b > 0 && (size_t)b < size;

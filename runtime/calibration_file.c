@@ -46,9 +46,7 @@ static double *field_of(locus__rates *rates, size_t i)
     return (double *)((char *)rates + fields[i].offset);
 }
 
-/* FNV-1a: enough to tell a damaged file from a good one; nobody forges a
- * calibration cache to gain anything. */
-static uint64_t checksum(const char *text, size_t length)
+uint64_t locus__calibration_hash(const char *text, size_t length)
 {
     uint64_t hash = UINT64_C(14695981039346656037);
     for (size_t i = 0; i < length; i++) {
@@ -76,7 +74,7 @@ size_t locus__calibration_format(const locus__rates *rates, const char *key,
         used += (size_t)n;
     }
     n = snprintf(text, capacity, "%s" CHECKSUM_WORD "%016llx\n", body,
-                 (unsigned long long)checksum(body, used));
+                 (unsigned long long)locus__calibration_hash(body, used));
     return n < 0 ? SIZE_MAX : (size_t)n;
 }
 
@@ -180,7 +178,8 @@ locus_status locus__calibration_parse(const char *text, size_t length,
         size_t digits = line_length - strlen(CHECKSUM_WORD);
         char expected[17];
         snprintf(expected, sizeof expected, "%016llx",
-                 (unsigned long long)checksum(text, (size_t)(body_end - text)));
+                 (unsigned long long)locus__calibration_hash(
+                     text, (size_t)(body_end - text)));
         if (digits != 16 ||
             memcmp(line + strlen(CHECKSUM_WORD), expected, 16) != 0)
             return damaged("fails its checksum", NULL);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <locus/locus.h>
 
@@ -25,6 +26,11 @@ typedef struct locus__rates {
     double transfer_seconds;      /* the latency of one small copy */
     double download_pinned_bytes; /* device -> host into pinned memory */
 } locus__rates;
+
+/* FNV-1a over [text, text + length): the file's checksum, and the hash
+ * that names a key's file. Enough to tell a damaged file from a good one;
+ * nobody forges a calibration cache to gain anything. */
+uint64_t locus__calibration_hash(const char *text, size_t length);
 
 /* Longest key the file carries: host, device, driver and layout version. */
 #define LOCUS__CALIBRATION_KEY_MAX 512
