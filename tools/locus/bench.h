@@ -242,6 +242,12 @@ void bench_reference_locus(locus_context *context,
                            const bench_settings *settings,
                            const bench_shape *shape, bench_result *result);
 
+/* The monotonic clock in seconds, and the best and median of `count`
+ * timings (sorted in place): what every bench reports (bench_ops.c). */
+double bench_seconds_now(void);
+void bench_best_and_median(double *times, size_t count, double *best,
+                           double *median);
+
 /* `locus bench split` (bench_split.c), reached through bench_command: one
  * gemm split across several devices against each device alone. */
 int bench_split_command(int argc, char **argv);

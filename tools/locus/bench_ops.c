@@ -157,7 +157,7 @@ static locus_status fail_step(bench_result *result, locus_status status,
     return status;
 }
 
-static double seconds_now(void)
+double bench_seconds_now(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -168,6 +168,16 @@ static int compare_doubles(const void *left, const void *right)
 {
     double a = *(const double *)left, b = *(const double *)right;
     return (a > b) - (a < b);
+}
+
+void bench_best_and_median(double *times, size_t count, double *best,
+                           double *median)
+{
+    qsort(times, count, sizeof *times, compare_doubles);
+    size_t middle = count / 2;
+    *best = times[0];
+    *median = count % 2 != 0 ? times[middle]
+                             : 0.5 * (times[middle - 1] + times[middle]);
 }
 
 /* Rounding of the inputs under a math mode: TF32 keeps 10 mantissa bits,
@@ -202,9 +212,9 @@ double bench_time_best(bench_work_fn work, void *arg,
     work(arg);
     double best = 0.0;
     for (int run = 0; run < settings->repeat; ++run) {
-        double start = seconds_now();
+        double start = bench_seconds_now();
         work(arg);
-        double seconds = seconds_now() - start;
+        double seconds = bench_seconds_now() - start;
         if (run == 0 || seconds < best) {
             best = seconds;
         }
@@ -261,21 +271,17 @@ static locus_status time_runs(op_call call, void *state, const char *label,
     for (int run = 0; run < settings->repeat; ++run) {
         progress_show("%s: run %d of %d", label, run + 1, settings->repeat);
         locus_record_init(&result->record);
-        double start = seconds_now();
+        double start = bench_seconds_now();
         status = call(state, &result->record);
-        times[run] = seconds_now() - start;
+        times[run] = bench_seconds_now() - start;
         if (status != LOCUS_SUCCESS) {
             fail_step(result, status, "%s", label);
             goto free_times;
         }
     }
-    qsort(times, (size_t)settings->repeat, sizeof(double), compare_doubles);
     result->repeat = settings->repeat;
-    result->best_seconds = times[0];
-    size_t middle = (size_t)settings->repeat / 2;
-    result->median_seconds = settings->repeat % 2 != 0
-                                 ? times[middle]
-                                 : 0.5 * (times[middle - 1] + times[middle]);
+    bench_best_and_median(times, (size_t)settings->repeat,
+                          &result->best_seconds, &result->median_seconds);
 free_times:
     free(times);
     return status;

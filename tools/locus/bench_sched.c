@@ -94,19 +94,6 @@ typedef struct point {
     double regret;
 } point;
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static bool parse_arguments(int argc, char **argv, sched_request *request,
                             int *exit_status)
 {
@@ -340,12 +327,12 @@ static locus_status time_once(locus_context *context, locus_device *device,
         return status;
     locus_record record;
     locus_record_init(&record);
-    double began = now_seconds();
+    double began = bench_seconds_now();
     status = run_op(context, device, w, &record);
     if (status == LOCUS_SUCCESS && !start && w->output)
         status = locus_buffer_read(w->output, 0, w->readback,
                                    w->output_floats * sizeof(float));
-    *seconds = now_seconds() - began;
+    *seconds = bench_seconds_now() - began;
     snprintf(chosen, size, "%s", record.device);
     return status;
 }
@@ -410,8 +397,8 @@ static locus_status time_all(locus_context *context, locus_device **devices,
     if (status != LOCUS_SUCCESS)
         return status;
     for (size_t c = 0; c <= device_count; c++) {
-        qsort(times[c], (size_t)runs, sizeof(double), compare_doubles);
-        double median = times[c][runs / 2];
+        double best, median;
+        bench_best_and_median(times[c], (size_t)runs, &best, &median);
         if (c == 0)
             p->auto_seconds = median;
         else

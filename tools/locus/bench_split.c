@@ -325,19 +325,6 @@ typedef struct split_data {
     double *expected, *magnitude;
 } split_data;
 
-static double seconds_now(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
-static int compare_doubles(const void *left, const void *right)
-{
-    double a = *(const double *)left, b = *(const double *)right;
-    return (a > b) - (a < b);
-}
-
 static void keep_failure(split_timing *timing, locus_status status,
                          const char *what)
 {
@@ -420,7 +407,7 @@ static void time_runs(split_data *data, locus_device *const *devices,
         }
         locus_record record;
         locus_record_init(&record);
-        double start = seconds_now();
+        double start = bench_seconds_now();
         status = single ? locus_gemm(data->context, single, &data->desc,
                                      data->a, data->b, data->c, &record)
                         : locus_gemm_split(data->context, devices, device_count,
@@ -428,7 +415,7 @@ static void time_runs(split_data *data, locus_device *const *devices,
                                            data->b, data->c, &record);
         if (status == LOCUS_SUCCESS)
             status = read_back(data->c);
-        double seconds = seconds_now() - start;
+        double seconds = bench_seconds_now() - start;
         if (status != LOCUS_SUCCESS) {
             keep_failure(timing, status, "the gemm");
             goto free_times;
@@ -443,11 +430,8 @@ static void time_runs(split_data *data, locus_device *const *devices,
         keep_failure(timing, status, "reading the result");
         goto free_times;
     }
-    qsort(times, (size_t)repeat, sizeof *times, compare_doubles);
-    timing->best_seconds = times[0];
-    timing->median_seconds =
-        repeat % 2 ? times[repeat / 2]
-                   : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+    bench_best_and_median(times, (size_t)repeat, &timing->best_seconds,
+                          &timing->median_seconds);
     timing->passed = timing->max_rel_err <= tolerance;
     timing->ran = true;
 free_times:
