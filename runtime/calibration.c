@@ -145,13 +145,6 @@ bool locus__fit_rate(const double *work, const double *seconds, size_t count,
     return true;
 }
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* A buffer of `floats` values in [0, 1), so that no kernel meets a NaN or a
  * denormal that would change its speed. */
 static locus_status make_buffer(locus_context *context, size_t floats,
@@ -189,9 +182,9 @@ static locus_status time_op(locus_context *context, locus_device *device,
     double times[LAUNCH_SAMPLES];
     locus_status status = op(context, device, args);
     for (size_t i = 0; i < samples && status == LOCUS_SUCCESS; i++) {
-        double started = now_seconds();
+        double started = locus__now_seconds();
         status = op(context, device, args);
-        times[i] = now_seconds() - started;
+        times[i] = locus__now_seconds() - started;
     }
     if (status == LOCUS_SUCCESS)
         *seconds = locus__robust_mean(times, samples);
@@ -386,33 +379,33 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
     double small[LAUNCH_SAMPLES + 1];
     /* The latency: a 4 KiB copy down and up, which moves next to nothing. */
     for (size_t i = 0; i <= LAUNCH_SAMPLES && status == LOCUS_SUCCESS; i++) {
-        double started = now_seconds();
+        double started = locus__now_seconds();
         status = table->download(state, index, memory, host, 4096, NULL);
         if (status == LOCUS_SUCCESS)
             status = table->upload(state, index, memory, host, 4096, NULL);
-        small[i] = 0.5 * (now_seconds() - started);
+        small[i] = 0.5 * (locus__now_seconds() - started);
     }
     for (size_t i = 0; i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
-        double started = now_seconds();
+        double started = locus__now_seconds();
         status = table->upload(state, index, memory, host, bytes, NULL);
-        double uploaded = now_seconds();
+        double uploaded = locus__now_seconds();
         if (status == LOCUS_SUCCESS)
             status = table->download(state, index, memory, host, bytes, NULL);
         up[i] = uploaded - started;
-        down[i] = now_seconds() - uploaded;
+        down[i] = locus__now_seconds() - uploaded;
     }
     rates->upload_pinned_bytes = 0;
     rates->download_pinned_bytes = 0;
     bool pin = status == LOCUS_SUCCESS && table->pin && table->unpin &&
                table->pin(state, index, host, bytes) == LOCUS_SUCCESS;
     for (size_t i = 0; pin && i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
-        double started = now_seconds();
+        double started = locus__now_seconds();
         status = table->upload(state, index, memory, host, bytes, NULL);
-        double uploaded = now_seconds();
+        double uploaded = locus__now_seconds();
         if (status == LOCUS_SUCCESS)
             status = table->download(state, index, memory, host, bytes, NULL);
         pinned[i] = uploaded - started;
-        pinned_down[i] = now_seconds() - uploaded;
+        pinned_down[i] = locus__now_seconds() - uploaded;
     }
     if (pin)
         table->unpin(state, index, host);

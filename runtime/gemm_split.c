@@ -76,13 +76,6 @@ static void must(int rc, const char *what)
     }
 }
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* ---- checks and the plan ------------------------------------------------- */
 
 static locus_status check_devices(locus_context *context,
@@ -714,7 +707,7 @@ LOCUS_API locus_status locus_gemm_split(
         goto destroy_mutex;
     }
     job.b_buffer = b;
-    double started = now_seconds();
+    double started = locus__now_seconds();
     lock_buffers(buffers, write, 3, true);
     void *host[3];
     locus__access access[3] = {LOCUS__READ, LOCUS__READ,
@@ -779,7 +772,7 @@ LOCUS_API locus_status locus_gemm_split(
     }
 unlock:
     lock_buffers(buffers, write, 3, false);
-    full.seconds = now_seconds() - started;
+    full.seconds = locus__now_seconds() - started;
     must(pthread_cond_destroy(&job.reported_cond), "pthread_cond_destroy");
 destroy_mutex:
     must(pthread_mutex_destroy(&job.lock), "pthread_mutex_destroy");

@@ -65,13 +65,6 @@ const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm)
     return "unknown";
 }
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* a * b, failing on overflow of size_t; `what` names the product. */
 static locus_status checked_mul(size_t a, size_t b, size_t *out,
                                 const char *what)
@@ -250,7 +243,7 @@ static locus_status begin_run(op_run *run, const char *op_name)
     locus__account_use_buffers(&run->account, run->buffers, run->operand_count);
     run->op.record = &run->record;
     run->op.runtime_private = &run->account;
-    run->started = now_seconds();
+    run->started = locus__now_seconds();
     lock_operands(run);
     for (size_t i = 0; i < run->operand_count; i++) {
         operand *o = &run->operands[i];
@@ -275,7 +268,7 @@ static void end_run(op_run *run, locus_status status, locus_record *out)
                 locus__buffer_failed_on(run->operands[i].buffer, run->device);
         }
     unlock_operands(run);
-    run->record.seconds = now_seconds() - run->started;
+    run->record.seconds = locus__now_seconds() - run->started;
     /* Placement is only resolved where it is real: under a synthetic or
      * XML topology nothing was bound, and the figures stay at none. */
     if (run->context->topology.is_this_system) {
