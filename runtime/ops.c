@@ -4,7 +4,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "account.h"
 #include "buffer.h"
