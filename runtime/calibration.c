@@ -358,6 +358,33 @@ static locus_status sweep(locus_context *context, locus_device *device,
     return LOCUS_SUCCESS;
 }
 
+/* Rates of copies of `bytes` up to the device and back down, after one
+ * round trip of warm-up (page faults, staging set-up). */
+static locus_status round_trips(const locus_device *device, void *memory,
+                                void *host, size_t bytes, double *up_rate,
+                                double *down_rate)
+{
+    const locus_backend *table = device->backend->table;
+    void *state = device->backend->state;
+    size_t index = device->index_in_backend;
+    double up[SAMPLES + 1], down[SAMPLES + 1];
+    locus_status status = LOCUS_SUCCESS;
+    for (size_t i = 0; i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
+        double started = locus__now_seconds();
+        status = table->upload(state, index, memory, host, bytes, NULL);
+        double uploaded = locus__now_seconds();
+        if (status == LOCUS_SUCCESS)
+            status = table->download(state, index, memory, host, bytes, NULL);
+        up[i] = uploaded - started;
+        down[i] = locus__now_seconds() - uploaded;
+    }
+    if (status == LOCUS_SUCCESS) {
+        *up_rate = (double)bytes / locus__robust_mean(up + 1, SAMPLES);
+        *down_rate = (double)bytes / locus__robust_mean(down + 1, SAMPLES);
+    }
+    return status;
+}
+
 /* Host <-> device copies straight through the backend, from ordinary
  * memory, and from pinned memory where the backend can pin. */
 static locus_status measure_transfers(locus_device *device, locus__rates *rates)
@@ -373,8 +400,6 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
     memset(host, 1, bytes);
     void *memory = NULL;
     locus_status status = table->alloc(state, index, bytes, &memory);
-    double up[SAMPLES + 1], down[SAMPLES + 1], pinned[SAMPLES + 1];
-    double pinned_down[SAMPLES + 1];
     double small[LAUNCH_SAMPLES + 1];
     /* The latency: a 4 KiB copy down and up, which moves next to nothing. */
     for (size_t i = 0; i <= LAUNCH_SAMPLES && status == LOCUS_SUCCESS; i++) {
@@ -384,48 +409,26 @@ static locus_status measure_transfers(locus_device *device, locus__rates *rates)
             status = table->upload(state, index, memory, host, 4096, NULL);
         small[i] = 0.5 * (locus__now_seconds() - started);
     }
-    for (size_t i = 0; i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
-        double started = locus__now_seconds();
-        status = table->upload(state, index, memory, host, bytes, NULL);
-        double uploaded = locus__now_seconds();
-        if (status == LOCUS_SUCCESS)
-            status = table->download(state, index, memory, host, bytes, NULL);
-        up[i] = uploaded - started;
-        down[i] = locus__now_seconds() - uploaded;
-    }
+    if (status == LOCUS_SUCCESS)
+        rates->transfer_seconds = locus__robust_mean(small + 1, LAUNCH_SAMPLES);
+    if (status == LOCUS_SUCCESS)
+        status =
+            round_trips(device, memory, host, bytes,
+                        &rates->upload_pageable_bytes, &rates->download_bytes);
     rates->upload_pinned_bytes = 0;
     rates->download_pinned_bytes = 0;
     bool pin = status == LOCUS_SUCCESS && table->pin && table->unpin &&
                table->pin(state, index, host, bytes) == LOCUS_SUCCESS;
-    for (size_t i = 0; pin && i <= SAMPLES && status == LOCUS_SUCCESS; i++) {
-        double started = locus__now_seconds();
-        status = table->upload(state, index, memory, host, bytes, NULL);
-        double uploaded = locus__now_seconds();
-        if (status == LOCUS_SUCCESS)
-            status = table->download(state, index, memory, host, bytes, NULL);
-        pinned[i] = uploaded - started;
-        pinned_down[i] = locus__now_seconds() - uploaded;
-    }
-    if (pin)
+    if (pin) {
+        status = round_trips(device, memory, host, bytes,
+                             &rates->upload_pinned_bytes,
+                             &rates->download_pinned_bytes);
         table->unpin(state, index, host);
+    }
     if (memory)
         table->free(state, index, memory);
     free(host);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    /* The first of each is the warm-up (page faults, staging set-up). */
-    rates->upload_pageable_bytes =
-        (double)bytes / locus__robust_mean(up + 1, SAMPLES);
-    rates->download_bytes =
-        (double)bytes / locus__robust_mean(down + 1, SAMPLES);
-    if (pin) {
-        rates->upload_pinned_bytes =
-            (double)bytes / locus__robust_mean(pinned + 1, SAMPLES);
-        rates->download_pinned_bytes =
-            (double)bytes / locus__robust_mean(pinned_down + 1, SAMPLES);
-    }
-    rates->transfer_seconds = locus__robust_mean(small + 1, LAUNCH_SAMPLES);
-    return LOCUS_SUCCESS;
+    return status;
 }
 
 static _Thread_local bool measuring;
