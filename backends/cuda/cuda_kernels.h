@@ -60,7 +60,7 @@ typedef struct locus__cuda_gemm {
 cudaError_t locus__cuda_gemm_run(const locus__cuda_gemm *g,
                                  cudaStream_t stream);
 /* The kernel a call would use, for the record ("simt 128x128", ...). */
-const char *locus__cuda_gemm_kernel_name(int math);
+const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g);
 
 /* ---- conv2d lowering and implicit GEMM (conv.cu) ---- */
 

@@ -176,11 +176,11 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
     if (err != cudaSuccess)
         status = locus__cuda_fail(
             state, index, err, "gemm launch %zux%zux%zu (%s)", desc->m, desc->n,
-            desc->k, locus__cuda_gemm_kernel_name(g.math));
+            desc->k, locus__cuda_gemm_kernel_name(&g));
     else
         status = locus__cuda_sync(state, index, "gemm");
     if (status == LOCUS_SUCCESS)
-        locus__cuda_set_algorithm(op, locus__cuda_gemm_kernel_name(g.math));
+        locus__cuda_set_algorithm(op, locus__cuda_gemm_kernel_name(&g));
     locus__cuda_end(device);
     return status;
 }

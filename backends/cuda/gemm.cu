@@ -13,6 +13,7 @@
 
 #include "cuda_kernels.h"
 #include "gemm_kernels.cuh"
+#include "gemm_mma_async.cuh"
 
 namespace locus_cuda
 {
@@ -62,6 +63,19 @@ template <bool TransA, bool TransB> struct GemmProblem {
         return l;
     }
 
+    /* The same operands for the multistage kernel (gemm_mma_async.cuh),
+     * which copies whole vectors: element (mn, kk) at ptr[mn * ld + kk]
+     * when k-contiguous, else at ptr[kk * ld + mn]. */
+    __device__ __forceinline__ OperandView a_view(size_t z) const
+    {
+        return OperandView{a + offset(a_stride, z), lda, m, k};
+    }
+
+    __device__ __forceinline__ OperandView b_view(size_t z) const
+    {
+        return OperandView{b + offset(b_stride, z), ldb, n, k};
+    }
+
     __device__ __forceinline__ Epilogue epilogue(size_t z) const
     {
         Epilogue e;
@@ -75,6 +89,17 @@ template <bool TransA, bool TransB> struct GemmProblem {
         return e;
     }
 };
+
+/* The tensor-core modes take the multistage kernel when both operands
+ * allow its 16-byte copies; C needs nothing (its stores check). FP32 keeps
+ * simt_kernel: a multistage version of it (cp.async, k 32 a stage, the
+ * same 8 x 8 per thread) ran at the same 37.5 TFLOP/s on the H200, its
+ * limit being the FMA loop, not the loads. */
+bool uses_async_kernel(const locus__cuda_gemm *g)
+{
+    return g->math != kFp32 && vector_ok(g->a, g->lda, g->a_stride) &&
+           vector_ok(g->b, g->ldb, g->b_stride);
+}
 
 template <bool TransA, bool TransB>
 cudaError_t run(const locus__cuda_gemm *g, cudaStream_t stream)
@@ -101,6 +126,8 @@ cudaError_t run(const locus__cuda_gemm *g, cudaStream_t stream)
     p.vec_a = vector_ok(g->a, g->lda, g->a_stride);
     p.vec_b = vector_ok(g->b, g->ldb, g->b_stride);
     p.vec_c = vector_ok(g->c, g->ldc, g->c_stride);
+    if (uses_async_kernel(g))
+        return launch_mma_async<TransA, TransB>(p, g->math, stream);
     return launch_gemm(p, g->math, stream);
 }
 
@@ -122,13 +149,15 @@ extern "C" cudaError_t locus__cuda_gemm_run(const locus__cuda_gemm *g,
                       : locus_cuda::run<false, false>(g, stream);
 }
 
-extern "C" const char *locus__cuda_gemm_kernel_name(int math)
+extern "C" const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g)
 {
-    switch (math) {
+    const bool async = locus_cuda::uses_async_kernel(g);
+    switch (g->math) {
     case locus_cuda::kTf32:
-        return "mma tf32 128x128x16";
+        return async ? "mma tf32 128x128x32 3-stage" : "mma tf32 128x128x16";
     case locus_cuda::k3xTf32:
-        return "mma 3xtf32 128x128x16";
+        return async ? "mma 3xtf32 128x128x32 4-stage"
+                     : "mma 3xtf32 128x128x16";
     default:
         return "simt fp32 128x128x8";
     }

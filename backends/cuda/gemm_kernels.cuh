@@ -186,6 +186,18 @@ __global__ void __launch_bounds__(kGemmThreads, Mode == k3xTf32 ? 1 : 2)
             la.load(m0, (t + 1) * kMmaK);
             lb.load(n0, (t + 1) * kMmaK);
         }
+        /* 3xtf32 sums each tile into a zeroed partial sum first, then adds
+         * it to acc with a rounding FADD: the tensor cores' accumulation
+         * truncates, and over a long k its bias would dominate the error
+         * (gemm_mma_async.cuh, AsyncShape). */
+        float part[4][4][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    part[i][j][e] = 0.0f;
 #pragma unroll
         for (int ks = 0; ks < kMmaK; ks += 8) {
             const float *a_lo = As[cur] + (ks + tg) * kMmaLds + wm + g;
@@ -223,9 +235,9 @@ __global__ void __launch_bounds__(kGemmThreads, Mode == k3xTf32 ? 1 : 2)
                 for (int i = 0; i < 4; i++)
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        mma_tf32(acc[i][j], as[i], bb[j]);
-                        mma_tf32(acc[i][j], ab[i], bs[j]);
-                        mma_tf32(acc[i][j], ab[i], bb[j]);
+                        mma_tf32(part[i][j], as[i], bb[j]);
+                        mma_tf32(part[i][j], ab[i], bs[j]);
+                        mma_tf32(part[i][j], ab[i], bb[j]);
                     }
             } else {
                 uint32_t ab[4][4], bb[4][2];
@@ -245,6 +257,15 @@ __global__ void __launch_bounds__(kGemmThreads, Mode == k3xTf32 ? 1 : 2)
                     for (int j = 0; j < 4; j++)
                         mma_tf32(acc[i][j], ab[i], bb[j]);
             }
+        }
+        if (Mode == k3xTf32) {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[i][j][e] += part[i][j][e];
         }
         if (more) {
             la.template store<kMmaLds>(As[cur ^ 1]);

@@ -118,6 +118,29 @@ struct Epilogue {
         *p = result;
     }
 
+    /* Two neighbours of one row (col even): one 8-byte store when C
+     * allows 16-byte vectors, since col even and ldc a multiple of 4 then
+     * make the pair 8-byte aligned. */
+    __device__ __forceinline__ void store2(size_t row, size_t col, float x,
+                                           float y) const
+    {
+        if (row >= m)
+            return;
+        if (vec && col + 1 < n) {
+            float2 *p = reinterpret_cast<float2 *>(c + row * ldc + col);
+            float2 result = make_float2(alpha * x, alpha * y);
+            if (beta != 0.0f) {
+                const float2 old = *p;
+                result.x = fmaf(beta, old.x, result.x);
+                result.y = fmaf(beta, old.y, result.y);
+            }
+            *p = result;
+            return;
+        }
+        store(row, col, x);
+        store(row, col + 1, y);
+    }
+
     __device__ __forceinline__ void store4(size_t row, size_t col,
                                            float4 value) const
     {

@@ -13,7 +13,13 @@ typedef struct gemm_case {
     double alpha, beta;
 } gemm_case;
 
-/* The last two have k in several slices of OpenCL's CPU-variant blocking
+/* The last five have leading dimensions that are multiples of 4 (the
+ * CUDA tensor-core modes then copy whole 16-byte vectors, zero-filling
+ * partial ones): k not a multiple of 4 (1001, 37, 3) in all transpose
+ * cases, edge tiles in m and n, and k deep enough (1540) for many turns of
+ * the 3-stage pipeline.
+ *
+ * The two before them have k in several slices of OpenCL's CPU-variant blocking
  * (at most 256 deep, beta applied with the first slice only): 777 in 4,
  * with a transposed A and padded leading dimensions; 600 in 3, with A's
  * rows 32-byte aligned (its float8 packing) and a transposed B. */
@@ -28,6 +34,9 @@ static const gemm_case cases[] = {
     {256, 128, 512, 0, 0, 0, 1.0, 0.0},    {256, 128, 512, 1, 1, 4, 1.0, 1.0},
     {1023, 1023, 1023, 0, 0, 0, 1.0, 0.0}, {509, 1021, 257, 0, 1, 0, 1.0, 0.0},
     {97, 401, 777, 1, 0, 3, 1.5, -0.5},    {200, 40, 600, 0, 1, 0, -1.0, 2.0},
+    {301, 257, 1001, 0, 0, 3, 1.0, 0.0},   {301, 257, 1001, 1, 1, 3, 0.5, 1.5},
+    {130, 130, 37, 1, 0, 2, 1.0, 0.0},     {129, 131, 3, 0, 1, 1, 1.0, 0.0},
+    {300, 260, 1540, 0, 0, 0, 1.0, -1.0},
 };
 
 /* The largest error of each mode over all cases, reported at the end. */
