@@ -628,6 +628,17 @@ LOCUS_API locus_status locus_gemm_split(
     size_t part_count = 0, row = 0;
     for (size_t i = 0; i < device_count; i++)
         part_count += rows[i] > 0;
+    /* A plan that gives every row to one device is that device's own
+     * gemm: no thread, no block temporaries, and the operands stay where
+     * its ordinary op keeps them (on the H200 the split's own cost made
+     * cuda:0 + cpu, the CPU planned out, 0.77-0.98x cuda:0 alone). */
+    for (size_t i = 0; part_count == 1 && i < device_count; i++)
+        if (rows[i] == plan.desc.m) {
+            locus__log(context, LOCUS_LOG_INFO,
+                       "gemm split of %zu rows: all to %s, its own gemm",
+                       plan.desc.m, devices[i]->info.selector);
+            return locus_gemm(context, devices[i], desc, a, b, c, record);
+        }
     /* On the heap: a block's error detail alone is 2 KiB, and the caller's
      * thread may have a small stack. */
     split_part *parts = locus__calloc(part_count, sizeof *parts);
