@@ -217,21 +217,12 @@ static locus_status check_aliasing(const op_run *run, const char *const *names)
     return LOCUS_SUCCESS;
 }
 
-/* strncpy that always terminates: the record's names, on every op's path,
- * where snprintf's formatting machinery was a tenth of a small op's cost. */
-static void copy_name(char *to, size_t capacity, const char *from)
-{
-    size_t length = strnlen(from, capacity - 1);
-    memcpy(to, from, length);
-    to[length] = '\0';
-}
-
 static locus_status begin_run(op_run *run, const char *op_name)
 {
     run->device = run->choice.device;
     locus_record_init(&run->record);
-    copy_name(run->record.op, sizeof run->record.op, op_name);
-    copy_name(run->record.device, sizeof run->record.device,
+    locus__record_copy_name(run->record.op, sizeof run->record.op, op_name);
+    locus__record_copy_name(run->record.device, sizeof run->record.device,
               run->device->info.selector);
     locus_status status = locus__account_begin(
         &run->account, &run->context->topology, run->context->pool);
