@@ -128,13 +128,14 @@ static size_t lower_group(const conv_run *run)
  * largest allocation, so the runtime can place the work elsewhere. The
  * caller releases it.
  *
- * On CPU devices the buffer of each slot (0: the lowered images, 1: the
- * permuted filter) is kept for the next call and handed out again,
- * retained, when it is large enough: PoCL backs every new buffer with
- * fresh pages, whose faults and zeroing cost a conv of one ResNet image a
- * tenth of its time. It is host memory, at most CONV_WORKSPACE_CAP per
- * slot, held until the context ends (locus__opencl_program_release).
- * GPUs allocate per call, as they always have. */
+ * The buffer of each slot (0: the lowered images, 1: the permuted
+ * filter) is kept for the next call and handed out again, retained, when
+ * it is large enough: PoCL backs every new buffer with fresh pages, whose
+ * faults and zeroing cost a conv of one ResNet image a tenth of its time,
+ * and a GPU driver allocates device memory at the buffer's first use, in
+ * the op's time. At most CONV_WORKSPACE_CAP per slot, held until the
+ * context ends (locus__opencl_program_release), as the CUDA backend keeps
+ * its conv workspace. */
 static locus_status workspace(const conv_run *run, size_t bytes, int slot,
                               cl_mem *out)
 {
@@ -147,9 +148,8 @@ static locus_status workspace(const conv_run *run, size_t bytes, int slot,
             "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes)",
             run->index, device->name, bytes,
             (unsigned long long)device->max_alloc_bytes);
-    const int keep = device->tuning.cpu_kernels;
     cl_int err = CL_SUCCESS;
-    if (keep && device->workspace[slot] != NULL &&
+    if (device->workspace[slot] != NULL &&
         device->workspace_bytes[slot] >= bytes) {
         err = clRetainMemObject(device->workspace[slot]);
         if (err != CL_SUCCESS)
@@ -166,7 +166,7 @@ static locus_status workspace(const conv_run *run, size_t bytes, int slot,
         return locus__opencl_op_fail(run->state, run->index, device, err,
                                      "clCreateBuffer", "conv2d workspace");
     }
-    if (keep && clRetainMemObject(*out) == CL_SUCCESS) {
+    if (clRetainMemObject(*out) == CL_SUCCESS) {
         /* The smaller one it replaces goes once its last user is done. */
         if (device->workspace[slot] != NULL)
             clReleaseMemObject(device->workspace[slot]);
