@@ -132,8 +132,8 @@ __global__ void krcs_kernel(const float *__restrict__ filter, Shape s,
 /* B of the implicit GEMM: element (kk, j) of image `image`'s im2col matrix,
  * kk = (c, r, s), j = (p, q). Threads lie along j (mn-contiguous), which
  * for stride 1 is along the image row. */
-template <int BN, int BK> struct ConvLoader {
-    static constexpr int kVectors = BN * BK / 4 / kGemmThreads;
+template <int BN, int BK, int Threads = kGemmThreads> struct ConvLoader {
+    static constexpr int kVectors = BN * BK / 4 / Threads;
     const float *image;
     Shape s;
     size_t extent_mn, extent_k; /* P*Q, C*R*S */
@@ -154,7 +154,7 @@ template <int BN, int BK> struct ConvLoader {
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
-            const int idx = threadIdx.x + v * kGemmThreads;
+            const int idx = threadIdx.x + v * Threads;
             const size_t kk = k0 + idx / (BN / 4);
             const size_t j = mn0 + (idx % (BN / 4)) * 4;
             reg[v] = make_float4(at(j, kk), at(j + 1, kk), at(j + 2, kk),
@@ -166,7 +166,7 @@ template <int BN, int BK> struct ConvLoader {
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
-            const int idx = threadIdx.x + v * kGemmThreads;
+            const int idx = threadIdx.x + v * Threads;
             const int krow = idx / (BN / 4), mq = (idx % (BN / 4)) * 4;
             *reinterpret_cast<float4 *>(sm + krow * LDS + mq) = reg[v];
         }
@@ -181,10 +181,11 @@ struct ConvProblem {
     size_t m, n, k, batches;
     bool vec_filter, vec_out;
 
-    template <int BM, int BK>
-    __device__ __forceinline__ MatrixLoader<BM, BK, true> a_loader(size_t) const
+    template <int BM, int BK, int Threads = kGemmThreads>
+    __device__ __forceinline__ MatrixLoader<BM, BK, true, Threads>
+    a_loader(size_t) const
     {
-        MatrixLoader<BM, BK, true> l;
+        MatrixLoader<BM, BK, true, Threads> l;
         l.ptr = filter;
         l.ld = k;
         l.extent_mn = m;
@@ -193,10 +194,11 @@ struct ConvProblem {
         return l;
     }
 
-    template <int BN, int BK>
-    __device__ __forceinline__ ConvLoader<BN, BK> b_loader(size_t z) const
+    template <int BN, int BK, int Threads = kGemmThreads>
+    __device__ __forceinline__ ConvLoader<BN, BK, Threads>
+    b_loader(size_t z) const
     {
-        ConvLoader<BN, BK> l;
+        ConvLoader<BN, BK, Threads> l;
         l.image = input + z * (size_t)(s.C * s.H * s.W);
         l.s = s;
         l.extent_mn = n;

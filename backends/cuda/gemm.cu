@@ -36,11 +36,11 @@ template <bool TransA, bool TransB> struct GemmProblem {
     }
 
     /* op(A) is m x k: stored m x k (k-contiguous) or, transposed, k x m. */
-    template <int BM, int BK>
-    __device__ __forceinline__ MatrixLoader<BM, BK, !TransA>
+    template <int BM, int BK, int Threads = kGemmThreads>
+    __device__ __forceinline__ MatrixLoader<BM, BK, !TransA, Threads>
     a_loader(size_t z) const
     {
-        MatrixLoader<BM, BK, !TransA> l;
+        MatrixLoader<BM, BK, !TransA, Threads> l;
         l.ptr = a + offset(a_stride, z);
         l.ld = lda;
         l.extent_mn = m;
@@ -50,11 +50,11 @@ template <bool TransA, bool TransB> struct GemmProblem {
     }
 
     /* op(B) is k x n: stored k x n (n-contiguous) or, transposed, n x k. */
-    template <int BN, int BK>
-    __device__ __forceinline__ MatrixLoader<BN, BK, TransB>
+    template <int BN, int BK, int Threads = kGemmThreads>
+    __device__ __forceinline__ MatrixLoader<BN, BK, TransB, Threads>
     b_loader(size_t z) const
     {
-        MatrixLoader<BN, BK, TransB> l;
+        MatrixLoader<BN, BK, TransB, Threads> l;
         l.ptr = b + offset(b_stride, z);
         l.ld = ldb;
         l.extent_mn = n;

@@ -9,8 +9,9 @@
  * for batch entry z. Grid: x over n tiles, y over m tiles, z over batch
  * entries (launched in slices of 65535, the grid's z limit).
  *
- * simt_kernel: FP32 on the CUDA cores. 128 x 128 block tile, k steps of 8,
- * 256 threads in 2 x 4 warps of 64 x 32, each thread 8 x 8 results as 2 x 2
+ * simt_kernel: FP32 on the CUDA cores. 128 x 128 block tile (64 x 128 with
+ * 128 threads when m <= 64), k steps of 8, 256 threads in 2 x 4 warps of
+ * 64 x 32, each thread 8 x 8 results as 2 x 2
  * blocks of 4 x 4 (rows ly*4 + {0, 32}, columns lx*4 + {0, 16} within its
  * warp tile): a warp's shared reads are then 8 (A) and 4 (B) distinct
  * contiguous float4s, conflict-free broadcasts. Shared memory is double
@@ -48,16 +49,20 @@ constexpr int kTileM = 128, kTileN = 128;
 constexpr int kSimtK = 8, kSimtLds = kTileM + 4;
 constexpr int kMmaK = 16, kMmaLds = kTileM + 8;
 
-template <class Problem>
-__global__ void __launch_bounds__(kGemmThreads, 2)
+/* TileM 128, or 64 for m <= 64 (half the threads, the same per thread):
+ * convolutions with 64 filters would otherwise compute a 128-row tile of
+ * which half is past the end. */
+template <class Problem, int TileM>
+__global__ void __launch_bounds__(TileM * 2, 2)
     simt_kernel(const Problem p, size_t z_base)
 {
-    __shared__ __align__(16) float As[2][kSimtK * kSimtLds];
+    constexpr int kThreads = TileM * 2, kLdsA = TileM + 4;
+    __shared__ __align__(16) float As[2][kSimtK * kLdsA];
     __shared__ __align__(16) float Bs[2][kSimtK * kSimtLds];
     const size_t z = z_base + blockIdx.z;
-    auto la = p.template a_loader<kTileM, kSimtK>(z);
-    auto lb = p.template b_loader<kTileN, kSimtK>(z);
-    const size_t m0 = (size_t)blockIdx.y * kTileM;
+    auto la = p.template a_loader<TileM, kSimtK, kThreads>(z);
+    auto lb = p.template b_loader<kTileN, kSimtK, kThreads>(z);
+    const size_t m0 = (size_t)blockIdx.y * TileM;
     const size_t n0 = (size_t)blockIdx.x * kTileN;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row_base = (warp / 4) * 64 + (lane / 4) * 4;
@@ -72,7 +77,7 @@ __global__ void __launch_bounds__(kGemmThreads, 2)
 
     la.load(m0, 0);
     lb.load(n0, 0);
-    la.template store<kSimtLds>(As[0]);
+    la.template store<kLdsA>(As[0]);
     lb.template store<kSimtLds>(Bs[0]);
     __syncthreads();
     const size_t tiles = (p.k + kSimtK - 1) / kSimtK;
@@ -85,7 +90,7 @@ __global__ void __launch_bounds__(kGemmThreads, 2)
         }
 #pragma unroll
         for (int kk = 0; kk < kSimtK; kk++) {
-            const float *ar = As[cur] + kk * kSimtLds + row_base;
+            const float *ar = As[cur] + kk * kLdsA + row_base;
             const float *br = Bs[cur] + kk * kSimtLds + col_base;
             float a[8], b[8];
             *reinterpret_cast<float4 *>(a) =
@@ -103,7 +108,7 @@ __global__ void __launch_bounds__(kGemmThreads, 2)
                     acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         if (more) {
-            la.template store<kSimtLds>(As[cur ^ 1]);
+            la.template store<kLdsA>(As[cur ^ 1]);
             lb.template store<kSimtLds>(Bs[cur ^ 1]);
         }
         __syncthreads();
@@ -294,7 +299,10 @@ __global__ void __launch_bounds__(kGemmThreads, Mode == k3xTf32 ? 1 : 2)
 template <class Problem>
 cudaError_t launch_gemm(const Problem &p, int math, cudaStream_t stream)
 {
-    const size_t tiles_m = (p.m + kTileM - 1) / kTileM;
+    /* FP32 with at most 64 rows takes the 64-row tile. */
+    const bool short_tile = math == kFp32 && p.m <= 64;
+    const size_t tile_m = short_tile ? 64 : kTileM;
+    const size_t tiles_m = (p.m + tile_m - 1) / tile_m;
     const size_t tiles_n = (p.n + kTileN - 1) / kTileN;
     if (tiles_m > 65535 || tiles_n > 0x7fffffffu || p.batches == 0)
         return cudaErrorInvalidValue;
@@ -303,7 +311,11 @@ cudaError_t launch_gemm(const Problem &p, int math, cudaStream_t stream)
         const dim3 grid((unsigned)tiles_n, (unsigned)tiles_m, (unsigned)slice);
         switch (math) {
         case kFp32:
-            simt_kernel<Problem><<<grid, kGemmThreads, 0, stream>>>(p, z);
+            if (short_tile)
+                simt_kernel<Problem, 64><<<grid, 128, 0, stream>>>(p, z);
+            else
+                simt_kernel<Problem, kTileM>
+                    <<<grid, kGemmThreads, 0, stream>>>(p, z);
             break;
         case kTf32:
             mma_kernel<kTf32, Problem><<<grid, kGemmThreads, 0, stream>>>(p, z);

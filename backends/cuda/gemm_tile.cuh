@@ -33,9 +33,10 @@ namespace locus_cuda
 
 constexpr int kGemmThreads = 256;
 
-template <int BMN, int BK, bool KContig> struct MatrixLoader {
-    static constexpr int kVectors = BMN * BK / 4 / kGemmThreads;
-    static_assert(kVectors * 4 * kGemmThreads == BMN * BK, "tile split");
+template <int BMN, int BK, bool KContig, int Threads = kGemmThreads>
+struct MatrixLoader {
+    static constexpr int kVectors = BMN * BK / 4 / Threads;
+    static_assert(kVectors * 4 * Threads == BMN * BK, "tile split");
 
     const float *ptr;
     size_t ld, extent_mn, extent_k;
@@ -53,7 +54,7 @@ template <int BMN, int BK, bool KContig> struct MatrixLoader {
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
-            const int idx = threadIdx.x + v * kGemmThreads;
+            const int idx = threadIdx.x + v * Threads;
             if (KContig) {
                 const size_t mn = mn0 + idx / (BK / 4);
                 const size_t kk = k0 + (idx % (BK / 4)) * 4;
@@ -83,7 +84,7 @@ template <int BMN, int BK, bool KContig> struct MatrixLoader {
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
-            const int idx = threadIdx.x + v * kGemmThreads;
+            const int idx = threadIdx.x + v * Threads;
             if (KContig) {
                 const int row = idx / (BK / 4), kq = (idx % (BK / 4)) * 4;
                 s[(kq + 0) * LDS + row] = reg[v].x;
