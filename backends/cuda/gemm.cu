@@ -156,7 +156,7 @@ extern "C" const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g)
     case locus_cuda::kTf32:
         return async ? "mma tf32 128x128x32 3-stage" : "mma tf32 128x128x16";
     case locus_cuda::k3xTf32:
-        return async ? "mma 3xtf32 128x128x32 4-stage"
+        return async ? "mma 3xtf32 128x128x32 3-stage"
                      : "mma 3xtf32 128x128x16";
     default:
         return "simt fp32 128x128x8";

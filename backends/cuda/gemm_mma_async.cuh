@@ -10,8 +10,8 @@
  * global memory once per 16 k and reads 24 shared floats per 16 mma; it ran
  * at a fifth of cuBLAS's TF32 rate. Here:
  *
- * - cp.async copies global to shared directly, kStages (3 or 4) tiles of
- *   k 32 in flight, so a block has two or three loading while it computes;
+ * - cp.async copies global to shared directly, kStages (3) tiles of k 32
+ *   in flight, so a block has two loading while it computes the third;
  *   out-of-range vectors are zero-filled by the copy itself (src-size 0 or
  *   a partial vector at the k or mn edge), so the inner loop has no tests.
  * - Each operand stays in shared memory as it is stored in global memory:
@@ -22,9 +22,8 @@
  *   halves is a 8x4 matrix of 32-bit values, and the lane (g, t) receives
  *   exactly the m16n8k8 TF32 element (row g, k t). One instruction loads a
  *   whole A fragment (or two B fragments) where four loads did.
- * - tf32: 4 warps of 64 x 64 (block 128 x 128, 128 threads, 2 blocks an
- *   SM): 32 mma per 32 shared reads per k8 step, twice mma_kernel's ratio.
- *   3xtf32: 8 warps of 64 x 32 and a partial sum per stage (AsyncShape).
+ * - 4 warps of 64 x 64 (block 128 x 128, 128 threads, 2 blocks an SM):
+ *   32 mma per 32 shared reads per k8 step, twice mma_kernel's ratio.
  * - Blocks are ordered in groups of kGroupRows tile rows, so consecutive
  *   blocks share B tiles and a few A panels in L2.
  */
@@ -48,24 +47,17 @@ constexpr int kGroupRows = 8;
 constexpr int kKContigLds = kAsyncK + 4;       /* [mn][k] rows */
 constexpr int kMnContigLds = kAsyncTile + 8;   /* [k][mn] rows */
 
-/* The warp layout of each mode. tf32: 4 warps of 64 x 64 (128 threads,
- * two blocks an SM). 3xtf32: 8 warps of 64 x 32 (256 threads, one block an
- * SM), because it keeps a second accumulator: the tensor cores round each
- * accumulation toward zero, and over a long k that bias, not the split,
- * set 3xtf32's error (1.7e-6 at k = 4096, 15 times FP32's; emulated:
- * 3.1e-6 with truncating accumulation, 1.1e-7 with rounding to nearest).
- * So each stage's 12 mma per output accumulate into a zeroed partial sum,
- * which is then added to the total by an ordinary rounding FADD: the bias
- * is confined to short sums of small values (emulated: 3.8e-8). */
-template <int Mode> struct AsyncShape {
-    static constexpr int kThreads = Mode == k3xTf32 ? 256 : 128;
-    static constexpr int kBlocksPerSm = Mode == k3xTf32 ? 1 : 2;
-    static constexpr int kWarpN = Mode == k3xTf32 ? 32 : 64; /* warp tile n */
+/* The warp layout: 4 warps of 64 x 64 (128 threads, two blocks an SM).
+ * (A 3xtf32 variant with 8 warps of 64 x 32, one block an SM and a
+ * partial-sum array per stage ran at 0.96-1.00x cuBLAS FP32 where this
+ * layout, with mma_step's partial sum per k8 step, runs faster.) */
+struct AsyncShape {
+    static constexpr int kThreads = 128;
+    static constexpr int kBlocksPerSm = 2;
+    static constexpr int kWarpN = 64; /* warp tile n */
     static constexpr int kWarpsN = kAsyncTile / kWarpN;
     static constexpr int kTilesN = kWarpN / 8; /* n8 mma tiles a warp */
-    /* One block an SM leaves no other block to run through its barrier
-     * waits, so it keeps a stage more in flight. */
-    static constexpr int kStages = Mode == k3xTf32 ? 4 : 3;
+    static constexpr int kStages = 3;
 };
 
 /* Floats of one stage of one operand in either layout. */
@@ -248,13 +240,23 @@ __device__ __forceinline__ void mma_step(float (&acc)[4][TilesN][4],
             for (int h = 0; h < 2; h++) {
                 const uint32_t bb[2] = {b[2 * h], b[2 * h + 1]};
                 const uint32_t bl[2] = {b_small[2 * h], b_small[2 * h + 1]};
-                /* The small terms first, so the big one does not absorb
-                 * them. */
+                /* The three products of this k8 step go into a zeroed
+                 * partial sum (small terms first, so the big one does not
+                 * absorb them), which a rounding FADD then adds to acc.
+                 * The tensor cores round each accumulation toward zero:
+                 * accumulated straight into acc over a long k, that bias,
+                 * not the split, set 3xtf32's error (1.7e-6 at k = 4096,
+                 * 15 times FP32's; emulated: 3.1e-6 truncating, 5.1e-8
+                 * with this partial sum). */
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    mma_tf32(acc[i][j + h], a_small[i], bb);
-                    mma_tf32(acc[i][j + h], a[i], bl);
-                    mma_tf32(acc[i][j + h], a[i], bb);
+                    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                    mma_tf32(part, a_small[i], bb);
+                    mma_tf32(part, a[i], bl);
+                    mma_tf32(part, a[i], bb);
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[i][j + h][e] += part[e];
                 }
             }
         }
@@ -295,12 +297,12 @@ zero_tiles(float (&x)[4][TilesN][4])
 }
 
 template <int Mode, bool TransA, bool TransB, class Problem>
-__global__ void __launch_bounds__(AsyncShape<Mode>::kThreads,
-                                  AsyncShape<Mode>::kBlocksPerSm)
+__global__ void __launch_bounds__(AsyncShape::kThreads,
+                                  AsyncShape::kBlocksPerSm)
     mma_async_kernel(const Problem p, size_t z_base, unsigned tiles_m,
                      unsigned tiles_n)
 {
-    using Shape = AsyncShape<Mode>;
+    using Shape = AsyncShape;
     constexpr int kStages = Shape::kStages;
     constexpr int kThreads = Shape::kThreads, kTilesN = Shape::kTilesN;
     /* A is k-contiguous unless transposed; B is k-contiguous when
@@ -355,24 +357,9 @@ __global__ void __launch_bounds__(AsyncShape<Mode>::kThreads,
 
         const float *sa = as + (int)(t % kStages) * kAFloats;
         const float *sb = bs + (int)(t % kStages) * kBFloats;
-        if (Mode == k3xTf32) {
-            float part[4][kTilesN][4];
-            zero_tiles(part);
 #pragma unroll
-            for (int ks = 0; ks < kAsyncK; ks += 8)
-                mma_step<Mode, kAK, kBK>(part, sa, sb, wm, wn, ks, lane);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < kTilesN; j++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        acc[i][j][e] += part[i][j][e];
-        } else {
-#pragma unroll
-            for (int ks = 0; ks < kAsyncK; ks += 8)
-                mma_step<Mode, kAK, kBK>(acc, sa, sb, wm, wn, ks, lane);
-        }
+        for (int ks = 0; ks < kAsyncK; ks += 8)
+            mma_step<Mode, kAK, kBK>(acc, sa, sb, wm, wn, ks, lane);
     }
     copy_async_wait<0>();
 
@@ -421,7 +408,7 @@ template <int Mode, bool TransA, bool TransB, class Problem>
 cudaError_t launch_mma_async_mode(const Problem &p, cudaStream_t stream)
 {
     constexpr int kBytes =
-        AsyncShape<Mode>::kStages *
+        AsyncShape::kStages *
         (stage_floats<!TransA>() + stage_floats<TransB>()) * (int)sizeof(float);
     auto kernel = mma_async_kernel<Mode, TransA, TransB, Problem>;
     /* Above the 48 KiB default: the opt-in is per kernel; repeating it is
@@ -430,8 +417,7 @@ cudaError_t launch_mma_async_mode(const Problem &p, cudaStream_t stream)
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
     if (err != cudaSuccess)
         return err;
-    return launch_grouped(kernel, AsyncShape<Mode>::kThreads, kBytes, p,
-                          stream);
+    return launch_grouped(kernel, AsyncShape::kThreads, kBytes, p, stream);
 }
 
 /* tf32 and 3xtf32 through the multistage kernel; p's operands must allow
