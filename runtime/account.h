@@ -47,6 +47,7 @@ typedef struct locus__account {
      * every other thread and the device transfers, behind other_lock. */
     int worker_lists;
     locus__range_list *lists;
+    struct cached_lists *storage; /* the block lists lie in (account.c) */
     pthread_mutex_t other_lock;
     /* The op's buffers: a range inside one resolves against its cached
      * page map instead of asking the kernel. */

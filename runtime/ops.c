@@ -221,8 +221,8 @@ static locus_status begin_run(op_run *run, const char *op_name)
 {
     run->device = run->choice.device;
     locus_record_init(&run->record);
-    locus__record_copy_name(run->record.op, sizeof run->record.op, op_name);
-    locus__record_copy_name(run->record.device, sizeof run->record.device,
+    locus_copy_name(run->record.op, sizeof run->record.op, op_name);
+    locus_copy_name(run->record.device, sizeof run->record.device,
               run->device->info.selector);
     locus_status status = locus__account_begin(
         &run->account, &run->context->topology, run->context->pool);

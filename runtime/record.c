@@ -7,13 +7,6 @@
 
 #include "context.h"
 
-void locus__record_copy_name(char *to, size_t capacity, const char *from)
-{
-    size_t length = strnlen(from, capacity - 1);
-    memcpy(to, from, length);
-    to[length] = '\0';
-}
-
 double locus__now_seconds(void)
 {
     struct timespec t;

@@ -3,7 +3,6 @@
 #define LOCUS_RUNTIME_RECORD_H
 
 #include <stdbool.h>
-#include <stddef.h>
 
 #include <locus/locus.h>
 
@@ -12,9 +11,6 @@
 void locus__record_append(locus_context *context, const locus_record *record);
 /* The monotonic clock, in seconds: what records time ops with. */
 double locus__now_seconds(void);
-/* strncpy that always terminates: the record's names, on every op's path,
- * where snprintf's formatting machinery was a tenth of a small op's cost. */
-void locus__record_copy_name(char *to, size_t capacity, const char *from);
 
 /* While paused, this thread's ops append nothing to the record file: the
  * calibration's own runs are not the application's. */

@@ -4,7 +4,6 @@
 
 #include "calibration.h"
 #include "device.h"
-#include "record.h"
 #include "status.h"
 
 const char *locus__op_name(locus__op_kind op)
@@ -302,12 +301,12 @@ static void explain(locus_context *context, const locus__op_cost *cost,
 
 void locus__choice_to_record(const locus__choice *choice, locus_record *record)
 {
-    locus__record_copy_name(record->chosen_by, sizeof record->chosen_by,
+    locus_copy_name(record->chosen_by, sizeof record->chosen_by,
                             choice->chosen_by ? choice->chosen_by : "");
     record->estimated_seconds = choice->estimated_seconds;
     record->estimate_count = choice->estimate_count;
     for (size_t i = 0; i < choice->estimate_count; i++) {
-        locus__record_copy_name(record->estimates[i].device,
+        locus_copy_name(record->estimates[i].device,
                                 sizeof record->estimates[i].device,
                                 choice->candidates[i]->info.selector);
         record->estimates[i].seconds = choice->seconds[i];

@@ -183,10 +183,7 @@ locus_status locus__cpu_device_workers(const locus__cpu_state *state,
 
 void locus__cpu_set_algorithm(locus_op_context *op, const char *algorithm)
 {
-    if (!op || !op->record)
-        return;
-    snprintf(op->record->algorithm, sizeof op->record->algorithm, "%s",
-             algorithm);
+    locus_op_set_algorithm(op, algorithm);
 }
 
 locus_status locus__cpu_check_dtype(const locus__cpu_state *state,

@@ -425,13 +425,7 @@ void locus__cuda_release(const cuda_state *state, size_t index)
 
 void locus__cuda_set_algorithm(locus_op_context *op, const char *algorithm)
 {
-    if (op == NULL || op->record == NULL)
-        return;
-    /* Not snprintf: this is on every op's path, a small op's included. */
-    size_t capacity = sizeof op->record->algorithm;
-    size_t length = strnlen(algorithm, capacity - 1);
-    memcpy(op->record->algorithm, algorithm, length);
-    op->record->algorithm[length] = '\0';
+    locus_op_set_algorithm(op, algorithm);
 }
 
 static const locus_backend cuda_backend = {
