@@ -16,10 +16,13 @@
  * measurements). */
 typedef struct opencl_tuning {
     const char *name;            /* "gpu", "cpu" */
-    unsigned tm, tn, tk, wm, wn; /* gemm: tile, depth, work-group */
+    unsigned tm, tn, tk, wm, wn; /* gemm: tile, depth, work-group WN x WM */
     unsigned rwg;                /* reduce: work-group size */
     unsigned groups_per_unit;    /* reduce: work-groups per compute unit */
     int cpu_kernels;             /* the LOCUS_CPU_KERNELS variants */
+    /* Register cap per work-item passed as -cl-nv-maxrregcount where the
+     * device has cl_nv_compiler_options; 0: none. */
+    unsigned max_registers;
 } opencl_tuning;
 
 typedef struct opencl_device {

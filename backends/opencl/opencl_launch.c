@@ -107,6 +107,11 @@ cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
             return err;
         }
     }
+    /* GPU variant: a group of WN x WM = 256 x 1 work-items per TM x TN tile
+     * of C, groups along dimension 0 over the tiles of n (neighbouring
+     * groups share A's row panel, as the CUDA kernel's grid), dimension 1
+     * over those of m, dimension 2 over the batch. CPU variant: one
+     * work-item per group, the groups chosen by cpu_gemm_groups. */
     size_t local[3] = {t->wn, t->wm, 1};
     size_t global[3] = {(g->n + t->tn - 1) / t->tn * t->wn,
                         (g->m + t->tm - 1) / t->tm * t->wm, g->batch};

@@ -216,9 +216,16 @@ locus_status locus__opencl_gemm(void *opaque, size_t index,
     if (err != CL_SUCCESS) {
         status = op_fail(state, index, device, err, failed, "gemm");
     } else {
+        /* The GPU kernel: 128 x 128 x TK tiles, double-buffered local
+         * memory (gemm.cl). */
+        const opencl_tuning *t = &device->tuning;
         char name[32];
-        snprintf(name, sizeof name, "tiled %ux%u (%s)", device->tuning.tm,
-                 device->tuning.tn, device->tuning.name);
+        if (t->cpu_kernels)
+            snprintf(name, sizeof name, "tiled %ux%u (%s)", t->tm, t->tn,
+                     t->name);
+        else
+            snprintf(name, sizeof name, "tiled %ux%ux%u dbuf (%s)", t->tm,
+                     t->tn, t->tk, t->name);
         locus__opencl_set_algorithm(op, name);
     }
     pthread_mutex_unlock(&device->lock);

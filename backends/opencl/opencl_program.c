@@ -11,6 +11,12 @@
  * refuses is rebuilt too. So a stale or broken cache can cost a build, never
  * a wrong or failed op.
  *
+ * LOCUS_OPENCL_TUNING (docs/ENVIRONMENT.md), read at every build, picks
+ * the gpu or cpu tuning and kernel variants whatever the device type, so
+ * that the GPU kernels can be tested on PoCL. The tuning is in the build
+ * options, hence in the cache key: forcing it never loads the other
+ * variant's binary.
+ *
  * Two test-only hooks, read at every build (documented in
  * docs/ARCHITECTURE.md, not for production use):
  *  - LOCUS_OPENCL_EXTRA_SOURCE: OpenCL C appended to the source, so a test
@@ -34,9 +40,17 @@
 extern const char locus__opencl_kernel_source[];
 extern const size_t locus__opencl_kernel_source_size;
 
-/* GPU: 256 work-items, each a 4 x 4 block of a 64 x 64 tile staged in
- * local memory (the usual shape of a tiled SGEMM without vendor
- * intrinsics); reduce groups of 256. CPU (PoCL and the like, which run a
+/* GPU: the CUDA backend's FP32 design (gemm.cl): 128 x 128 tiles, k steps
+ * of TK = 8, 256 work-items (WN x WM = 256 x 1) of 8 x 8 results each,
+ * float4 local reads, double-buffered local memory (2 x 2 x TK x 132
+ * floats: 16.5 KiB at TK = 8, 33 KiB at TK = 16, which builds too and is
+ * the first thing to try against 8 on a new GPU). The register cap of 128
+ * is the CUDA kernel's __launch_bounds__(256, 2): two groups per SM. It
+ * replaced a 64 x 64 tile of 4 x 4 per work-item with scalar local reads
+ * and one local stage, 17.1 TFLOP/s at 4096^3 on the H200, 0.67 of
+ * CLBlast; the new kernel serves every shape the old one did (any m, n, k,
+ * leading dimension, offset and batch), so the old one is gone. Reduce
+ * groups of 256. CPU (PoCL and the like, which run a
  * work-group as loops on one thread): the LOCUS_CPU_KERNELS variants, one
  * work-item per group. Its gemm packs blocks of up to TM x TK of A and
  * TK x TN of B in local memory and runs 6 x 16 micro-kernels over them
@@ -53,8 +67,90 @@ extern const size_t locus__opencl_kernel_source_size;
  * for the CPU backend, because PoCL saves every work-item's accumulators
  * at each barrier; a work-item per 6 x 16 block reading B unpacked reached
  * 23 GFLOP/s. */
-static const opencl_tuning gpu_tuning = {"gpu", 64, 64, 16, 16, 16, 256, 8, 0};
-static const opencl_tuning cpu_tuning = {"cpu", 96, 256, 256, 1, 1, 1, 8, 1};
+static const opencl_tuning gpu_tuning = {.name = "gpu",
+                                         .tm = 128,
+                                         .tn = 128,
+                                         .tk = 8,
+                                         .wm = 1,
+                                         .wn = 256,
+                                         .rwg = 256,
+                                         .groups_per_unit = 8,
+                                         .cpu_kernels = 0,
+                                         .max_registers = 128};
+static const opencl_tuning cpu_tuning = {.name = "cpu",
+                                         .tm = 96,
+                                         .tn = 256,
+                                         .tk = 256,
+                                         .wm = 1,
+                                         .wn = 1,
+                                         .rwg = 1,
+                                         .groups_per_unit = 8,
+                                         .cpu_kernels = 1,
+                                         .max_registers = 0};
+
+/* The tuning of a device: by its type, unless LOCUS_OPENCL_TUNING names
+ * one (an empty value reads as unset). */
+static locus_status choose_tuning(opencl_state *state, size_t index,
+                                  opencl_device *device)
+{
+    const char *forced = getenv("LOCUS_OPENCL_TUNING");
+    if (forced == NULL || forced[0] == '\0') {
+        device->tuning =
+            device->kind == LOCUS_DEVICE_GPU ? gpu_tuning : cpu_tuning;
+    } else if (strcmp(forced, "gpu") == 0) {
+        device->tuning = gpu_tuning;
+    } else if (strcmp(forced, "cpu") == 0) {
+        device->tuning = cpu_tuning;
+    } else {
+        return state->services->fail(
+            LOCUS_ERROR_BAD_ENVIRONMENT,
+            "opencl:%zu: LOCUS_OPENCL_TUNING is '%s'; expected gpu or cpu",
+            index, forced);
+    }
+    return LOCUS_SUCCESS;
+}
+
+/* Whether the device's extension list names ext (a whole word). A failed
+ * query reads as no, after a warning: the extension is only an option. */
+static int has_extension(opencl_state *state, size_t index,
+                         const opencl_device *device, const char *ext)
+{
+    size_t size = 0;
+    cl_int err =
+        clGetDeviceInfo(device->id, CL_DEVICE_EXTENSIONS, 0, NULL, &size);
+    char *list = NULL;
+    if (err == CL_SUCCESS && size > 0) {
+        list = malloc(size + 1);
+        if (list == NULL)
+            return 0;
+        err =
+            clGetDeviceInfo(device->id, CL_DEVICE_EXTENSIONS, size, list, NULL);
+        list[size] = '\0';
+    }
+    if (err != CL_SUCCESS) {
+        state->services->log(state->runtime, LOCUS_LOG_WARN,
+                             "opencl:%zu: CL_DEVICE_EXTENSIONS: %s (%d); "
+                             "building without vendor options",
+                             index, locus__opencl_error_name(err), (int)err);
+        free(list);
+        return 0;
+    }
+    int found = 0;
+    const size_t length = strlen(ext);
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        while (*p == ' ')
+            p++;
+        const char *end = strchr(p, ' ');
+        const size_t word = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (word == length && strncmp(p, ext, length) == 0) {
+            found = 1;
+            break;
+        }
+        p = end;
+    }
+    free(list);
+    return found;
+}
 
 /* The CPU gemm packs a TM x TK block of A and a TK x TN block of B into
  * local memory (gemm.cl). PoCL offers 512 KiB of it, which the table's
@@ -239,15 +335,23 @@ locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
 {
     if (device->program != NULL)
         return LOCUS_SUCCESS;
-    device->tuning = device->kind == LOCUS_DEVICE_GPU ? gpu_tuning : cpu_tuning;
+    locus_status chosen = choose_tuning(state, index, device);
+    if (chosen != LOCUS_SUCCESS)
+        return chosen;
     if (device->tuning.cpu_kernels)
         fit_local_memory(state, index, device);
     const opencl_tuning *t = &device->tuning;
+    char registers[48] = "";
+    if (t->max_registers > 0 &&
+        has_extension(state, index, device, "cl_nv_compiler_options"))
+        snprintf(registers, sizeof registers, " -cl-nv-maxrregcount=%u",
+                 t->max_registers);
     char options[256];
     snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DTM=%u -DTN=%u -DTK=%u -DWM=%u -DWN=%u -DRWG=%u%s",
+             "-cl-std=CL1.2 -DTM=%u -DTN=%u -DTK=%u -DWM=%u -DWN=%u "
+             "-DRWG=%u%s%s",
              t->tm, t->tn, t->tk, t->wm, t->wn, t->rwg,
-             t->cpu_kernels ? " -DLOCUS_CPU_KERNELS" : "");
+             t->cpu_kernels ? " -DLOCUS_CPU_KERNELS" : "", registers);
     size_t source_bytes = 0;
     char *source = full_source(&source_bytes);
     if (source == NULL)

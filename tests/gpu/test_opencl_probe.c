@@ -1,8 +1,10 @@
 /* The OpenCL module loads, finds the devices of the ICD (PoCL's CPU device
  * at least, which CI has), and describes them; device selectors resolve to
  * them; an op runs on the device found by "opencl" (the op tests check
- * the kernels in depth), and a float64 op, which no backend offers yet,
- * fails with LOCUS_ERROR_NOT_SUPPORTED.
+ * the kernels in depth), a float64 op, which no backend offers yet, fails
+ * with LOCUS_ERROR_NOT_SUPPORTED, and so does an op under a
+ * LOCUS_OPENCL_TUNING that names no tuning, with
+ * LOCUS_ERROR_BAD_ENVIRONMENT.
  *
  * Unlike the CUDA test this one never skips: a machine that builds the
  * module is expected to have an OpenCL platform, and an absent backend is
@@ -146,8 +148,47 @@ static void check_context(void)
     locus_context_destroy(context);
 }
 
+/* LOCUS_OPENCL_TUNING with a value other than gpu or cpu: the first op,
+ * which builds the device's program, fails with LOCUS_ERROR_BAD_ENVIRONMENT
+ * naming the variable; once it is unset, the next op builds and runs. */
+static void check_bad_tuning(void)
+{
+    locus_context *context = NULL;
+    locus_device *device = NULL;
+    locus_status status = locus_context_create(NULL, &context);
+    CHECK(status == LOCUS_SUCCESS, "locus_context_create: %s",
+          locus_last_error());
+    if (status != LOCUS_SUCCESS)
+        return;
+    status = locus_device_find(context, "opencl", &device);
+    CHECK(status == LOCUS_SUCCESS, "no opencl device: %s", locus_last_error());
+    locus_buffer *buffer = NULL;
+    if (status == LOCUS_SUCCESS)
+        status = locus_buffer_create(context, 64 * sizeof(float), NULL, &buffer);
+    if (status == LOCUS_SUCCESS) {
+        locus_reduce_desc desc;
+        locus_reduce_desc_init(&desc);
+        desc.count = 64;
+        double result = 0.0;
+        setenv("LOCUS_OPENCL_TUNING", "bogus", 1);
+        status = locus_reduce(context, device, &desc, buffer, &result, NULL);
+        CHECK(status == LOCUS_ERROR_BAD_ENVIRONMENT &&
+                  strstr(locus_last_error(), "LOCUS_OPENCL_TUNING") != NULL,
+              "LOCUS_OPENCL_TUNING=bogus: %s: %s", locus_status_name(status),
+              locus_last_error());
+        unsetenv("LOCUS_OPENCL_TUNING");
+        status = locus_reduce(context, device, &desc, buffer, &result, NULL);
+        CHECK(status == LOCUS_SUCCESS,
+              "the op after LOCUS_OPENCL_TUNING was unset: %s: %s",
+              locus_status_name(status), locus_last_error());
+    }
+    locus_buffer_destroy(buffer);
+    locus_context_destroy(context);
+}
+
 int main(void)
 {
+    check_bad_tuning();
     /* Twice: contexts may come and go in one process, and the module with
      * its ICD loader is loaded again each time. */
     check_context();

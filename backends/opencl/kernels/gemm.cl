@@ -1,24 +1,251 @@
 /* C = alpha op(A) op(B) + beta C, row-major, f32, batched over dimension 2
  * of the range (conv2d runs one GEMM per image or per output row).
  *
- * A work-group of WN x WM work-items computes a TM x TN tile of C; each
- * work-item holds an (TM/WM) x (TN/WN) block of accumulators in registers.
- * Per step of TK, the tiles of op(A) and op(B) are staged in local memory,
- * loaded with the fastest-varying index along the stored row so that the
- * loads are contiguous whatever the transposes. A work-item's rows and
- * columns are strided by WM and WN (not contiguous) so that neighbouring
- * work-items read neighbouring local words (no bank conflicts on GPUs) and
- * write neighbouring C entries (vector stores on CPU implementations that
- * vectorize across dimension 0).
- *
  * Tile sizes are build options chosen per device type (opencl_program.c):
- * TM, TN, TK, WM, WN, with TM % WM == 0, TN % WN == 0, and TM * TK and
- * TK * TN multiples of WM * WN. */
-#define RM (TM / WM)
-#define RN (TN / WN)
-#define WG (WM * WN)
+ * TM, TN, TK, WM, WN. The GPU variant takes TM = TN = 128, TK a multiple of
+ * 8 and a work-group of WN x WM = 256 x 1; the CPU variant is described
+ * below. */
 
 #ifndef LOCUS_CPU_KERNELS
+
+/* The GPU variant, after the CUDA backend's FP32 kernel (simt_kernel in
+ * backends/cuda/gemm_kernels.cuh, loaders in gemm_tile.cuh):
+ *
+ * - a work-group of 256 work-items (a 1-D group, so that its warps are the
+ *   runs of 32 consecutive local ids) computes a 128 x 128 tile of C, in
+ *   2 x 4 warp tiles of 64 x 32; a work-item holds 8 x 8 results as 2 x 2
+ *   blocks of 4 x 4, rows ly * 4 + {0, 32} and columns lx * 4 + {0, 16} of
+ *   its warp tile (ly = lane / 4, lx = lane % 4). Each local read is then a
+ *   float4, and a warp reads 8 (A) and 4 (B) distinct float4s, broadcast to
+ *   the lanes that share them: no bank conflicts.
+ * - Both operand tiles are stored k-major in local memory, s[kk][mn], rows
+ *   padded to LDS = 132 floats, whatever the operand's storage: the inner
+ *   loop is the same for all transposes and only the loaders differ. The
+ *   loaders read along the stored row (coalesced), a float4 per access
+ *   where the operand allows it (base 16-byte aligned, leading dimension a
+ *   multiple of 4: every 4-aligned vector is then aligned) and the vector
+ *   lies inside the matrix, else element by element with bounds checks;
+ *   out-of-range elements load as zero, so the inner loop has no edges.
+ *   The padding makes the transposing stores of a k-contiguous operand
+ *   (132 = 4 mod 32) conflict-free at TK = 8.
+ * - Local memory is double-buffered: the next tile's global loads go into
+ *   registers before the math on the current tile and to the other buffer
+ *   after it, one barrier per k step.
+ * - The transposes only change the loaders, each of which is compiled
+ *   for both layouts (the layout a constant after inlining); a uniform
+ *   branch per k step picks one, the inner loop has none. Four bodies in
+ *   uniform branches of one kernel, each with its own barrier loop, were
+ *   tried first: PoCL 3.1 (the forced GPU tuning's test device) then
+ *   stored the last unrolled row of the epilogue past m and took a minute
+ *   to build. Four kernels would need their handles in opencl_device.
+ * - Epilogue: alpha and beta, beta == 0 never reading C (NaN there must
+ *   not propagate), bounds checks at the edges, float4 stores where C
+ *   allows them (aligned, ldc a multiple of 4: columns are multiples of 4).
+ *
+ * The alignment is checked here, on the batch entry's own pointers, rather
+ * than by the host: the check then covers offsets and batch strides
+ * exactly. */
+#if TM != 128 || TN != 128 || WM * WN != 256
+#error "the GPU gemm is written for 128 x 128 tiles and 256 work-items"
+#endif
+#if TK % 8 != 0
+#error "the GPU gemm needs TK a multiple of 8"
+#endif
+
+#define GT 256            /* work-items per group */
+#define LDS (TM + 4)      /* local row length, a multiple of 4 */
+#define VPT (TM * TK / 4 / GT) /* float4 per work-item per operand tile */
+#define ALIGNED4(p) ((((uintptr_t)(p)) & 15) == 0)
+#define GEMM_INLINE inline __attribute__((always_inline))
+
+/* This work-item's share of the TK x 128 tile at (mn0, k0) of an operand
+ * of extent ext_mn x ext_k, into r: element (mn, kk) is at p[mn * ld + kk]
+ * when kc (k-contiguous: A not transposed, B transposed), else at
+ * p[kk * ld + mn]. */
+static GEMM_INLINE void load_tile(__global const float *p, uint ld,
+                                  uint ext_mn, uint ext_k, uint mn0, uint k0,
+                                  uint tid, const int kc, const int vec,
+                                  float4 *r)
+{
+#pragma unroll
+    for (int v = 0; v < VPT; v++) {
+        const uint idx = tid + v * GT;
+        if (kc) {
+            const uint mn = mn0 + idx / (TK / 4);
+            const uint kk = k0 + idx % (TK / 4) * 4;
+            __global const float *q = p + (size_t)mn * ld + kk;
+            if (vec && mn < ext_mn && kk + 3 < ext_k)
+                r[v] = *(__global const float4 *)q;
+            else if (mn < ext_mn)
+                r[v] = (float4)(kk < ext_k ? q[0] : 0.0f,
+                                kk + 1 < ext_k ? q[1] : 0.0f,
+                                kk + 2 < ext_k ? q[2] : 0.0f,
+                                kk + 3 < ext_k ? q[3] : 0.0f);
+            else
+                r[v] = (float4)(0.0f);
+        } else {
+            const uint kk = k0 + idx / (TM / 4);
+            const uint mn = mn0 + idx % (TM / 4) * 4;
+            __global const float *q = p + (size_t)kk * ld + mn;
+            if (vec && kk < ext_k && mn + 3 < ext_mn)
+                r[v] = *(__global const float4 *)q;
+            else if (kk < ext_k)
+                r[v] = (float4)(mn < ext_mn ? q[0] : 0.0f,
+                                mn + 1 < ext_mn ? q[1] : 0.0f,
+                                mn + 2 < ext_mn ? q[2] : 0.0f,
+                                mn + 3 < ext_mn ? q[3] : 0.0f);
+            else
+                r[v] = (float4)(0.0f);
+        }
+    }
+}
+
+/* r into the k-major local tile s (TK rows of LDS floats). */
+static GEMM_INLINE void store_tile(__local float *s, uint tid, const int kc,
+                                   const float4 *r)
+{
+#pragma unroll
+    for (int v = 0; v < VPT; v++) {
+        const uint idx = tid + v * GT;
+        if (kc) {
+            const uint row = idx / (TK / 4), kq = idx % (TK / 4) * 4;
+            s[(kq + 0) * LDS + row] = r[v].s0;
+            s[(kq + 1) * LDS + row] = r[v].s1;
+            s[(kq + 2) * LDS + row] = r[v].s2;
+            s[(kq + 3) * LDS + row] = r[v].s3;
+        } else {
+            const uint krow = idx / (TM / 4), mq = idx % (TM / 4) * 4;
+            *(__local float4 *)(s + krow * LDS + mq) = r[v];
+        }
+    }
+}
+
+/* The loaders for a layout known only at run time: a uniform branch per
+ * k step, each side a loader specialized for its layout. */
+static GEMM_INLINE void load_either(__global const float *p, uint ld,
+                                    uint ext_mn, uint ext_k, uint mn0,
+                                    uint k0, uint tid, int kc, int vec,
+                                    float4 *r)
+{
+    if (kc)
+        load_tile(p, ld, ext_mn, ext_k, mn0, k0, tid, 1, vec, r);
+    else
+        load_tile(p, ld, ext_mn, ext_k, mn0, k0, tid, 0, vec, r);
+}
+
+static GEMM_INLINE void store_either(__local float *s, uint tid, int kc,
+                                     const float4 *r)
+{
+    if (kc)
+        store_tile(s, tid, 1, r);
+    else
+        store_tile(s, tid, 0, r);
+}
+
+/* C[row][col .. col + 3] (row < m, col a multiple of 4) from v. */
+static GEMM_INLINE void store_c4(__global float *cr, uint col, uint n,
+                                 float4 v, float alpha, float beta,
+                                 const int vec)
+{
+    if (vec && col + 3 < n) {
+        __global float4 *p = (__global float4 *)(cr + col);
+        float4 r = alpha * v;
+        /* beta == 0 never reads C: NaN there must not propagate. */
+        if (beta != 0.0f)
+            r = fma((float4)(beta), *p, r);
+        *p = r;
+        return;
+    }
+    const float e[4] = {v.s0, v.s1, v.s2, v.s3};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        if (col + q < n) {
+            float r = alpha * e[q];
+            if (beta != 0.0f)
+                r = fma(beta, cr[col + q], r);
+            cr[col + q] = r;
+        }
+    }
+}
+
+/* One 128 x 128 tile of C for the transposes ta, tb. as and bs hold two
+ * TK x LDS buffers each. */
+static GEMM_INLINE void gemm_tile(uint m, uint n, uint k,
+                                  __global const float *a, uint lda,
+                                  __global const float *b, uint ldb,
+                                  __global float *c, uint ldc, float alpha,
+                                  float beta, int ta, int tb,
+                                  __local float *as, __local float *bs)
+{
+    const uint tid = get_local_id(0);
+    const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    const uint warp = tid / 32, lane = tid % 32;
+    const uint row_base = warp / 4 * 64 + lane / 4 * 4;
+    const uint col_base = warp % 4 * 32 + lane % 4 * 4;
+    /* Stored A is k-contiguous unless transposed, stored B only when
+     * transposed. */
+    const int kc_a = !ta, kc_b = tb;
+    const int vec_a = ALIGNED4(a) && lda % 4 == 0;
+    const int vec_b = ALIGNED4(b) && ldb % 4 == 0;
+
+    float4 acc[8][2];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        acc[i][0] = acc[i][1] = (float4)(0.0f);
+
+    float4 ra[VPT], rb[VPT];
+    load_either(a, lda, m, k, m0, 0, tid, kc_a, vec_a, ra);
+    load_either(b, ldb, n, k, n0, 0, tid, kc_b, vec_b, rb);
+    store_either(as, tid, kc_a, ra);
+    store_either(bs, tid, kc_b, rb);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    const uint tiles = (k + TK - 1) / TK;
+    uint cur = 0; /* offset of the buffer being read */
+    for (uint t = 0; t < tiles; t++) {
+        const int more = t + 1 < tiles;
+        if (more) {
+            load_either(a, lda, m, k, m0, (t + 1) * TK, tid, kc_a, vec_a,
+                        ra);
+            load_either(b, ldb, n, k, n0, (t + 1) * TK, tid, kc_b, vec_b,
+                        rb);
+        }
+        __local const float *ak = as + cur + row_base;
+        __local const float *bk = bs + cur + col_base;
+#pragma unroll
+        for (int kk = 0; kk < TK; kk++, ak += LDS, bk += LDS) {
+            const float4 a0 = *(__local const float4 *)ak;
+            const float4 a1 = *(__local const float4 *)(ak + 32);
+            const float4 b0 = *(__local const float4 *)bk;
+            const float4 b1 = *(__local const float4 *)(bk + 16);
+            const float ar[8] = {a0.s0, a0.s1, a0.s2, a0.s3,
+                                 a1.s0, a1.s1, a1.s2, a1.s3};
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                acc[i][0] = mad((float4)(ar[i]), b0, acc[i][0]);
+                acc[i][1] = mad((float4)(ar[i]), b1, acc[i][1]);
+            }
+        }
+        cur = TK * LDS - cur;
+        if (more) {
+            store_either(as + cur, tid, kc_a, ra);
+            store_either(bs + cur, tid, kc_b, rb);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    const int vec_c = ALIGNED4(c) && ldc % 4 == 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const uint row = m0 + row_base + i / 4 * 32 + i % 4;
+        if (row < m) {
+            __global float *cr = c + (size_t)row * ldc;
+            store_c4(cr, n0 + col_base, n, acc[i][0], alpha, beta, vec_c);
+            store_c4(cr, n0 + col_base + 16, n, acc[i][1], alpha, beta,
+                     vec_c);
+        }
+    }
+}
 
 __kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void
 locus_gemm(uint m, uint n, uint k, __global const float *a, ulong a_off,
@@ -26,85 +253,14 @@ locus_gemm(uint m, uint n, uint k, __global const float *a, ulong a_off,
            uint ldb, ulong b_batch, __global float *c, ulong c_off, uint ldc,
            ulong c_batch, float alpha, float beta, int trans_a, int trans_b)
 {
-    __local float as[TK][TM + 1];
-    __local float bs[TK][TN + 1];
-    const uint tx = get_local_id(0), ty = get_local_id(1);
-    const uint tid = ty * WN + tx;
-    const uint row0 = get_group_id(1) * TM, col0 = get_group_id(0) * TN;
+    __local float as[2 * TK * LDS] __attribute__((aligned(16)));
+    __local float bs[2 * TK * LDS] __attribute__((aligned(16)));
     const ulong batch = get_global_id(2);
     a += a_off + batch * a_batch;
     b += b_off + batch * b_batch;
     c += c_off + batch * c_batch;
-
-    float acc[RM][RN];
-    for (int i = 0; i < RM; i++)
-        for (int j = 0; j < RN; j++)
-            acc[i][j] = 0.0f;
-
-    for (uint p0 = 0; p0 < k; p0 += TK) {
-        for (uint e = tid; e < TM * TK; e += WG) {
-            /* Stored A is m x k (or k x m transposed): its row index is the
-             * slow one. */
-            uint i, p;
-            if (trans_a) {
-                i = e % TM;
-                p = e / TM;
-            } else {
-                p = e % TK;
-                i = e / TK;
-            }
-            const uint gi = row0 + i, gp = p0 + p;
-            float v = 0.0f;
-            if (gi < m && gp < k)
-                v = trans_a ? a[(size_t)gp * lda + gi]
-                            : a[(size_t)gi * lda + gp];
-            as[p][i] = v;
-        }
-        for (uint e = tid; e < TK * TN; e += WG) {
-            uint p, j;
-            if (trans_b) {
-                p = e % TK;
-                j = e / TK;
-            } else {
-                j = e % TN;
-                p = e / TN;
-            }
-            const uint gp = p0 + p, gj = col0 + j;
-            float v = 0.0f;
-            if (gp < k && gj < n)
-                v = trans_b ? b[(size_t)gj * ldb + gp]
-                            : b[(size_t)gp * ldb + gj];
-            bs[p][j] = v;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int p = 0; p < TK; p++) {
-            float ar[RM], br[RN];
-            for (int i = 0; i < RM; i++)
-                ar[i] = as[p][ty + i * WM];
-            for (int j = 0; j < RN; j++)
-                br[j] = bs[p][tx + j * WN];
-            for (int i = 0; i < RM; i++)
-                for (int j = 0; j < RN; j++)
-                    acc[i][j] = mad(ar[i], br[j], acc[i][j]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-
-    for (int i = 0; i < RM; i++) {
-        const uint gi = row0 + ty + i * WM;
-        if (gi >= m)
-            continue;
-        for (int j = 0; j < RN; j++) {
-            const uint gj = col0 + tx + j * WN;
-            if (gj >= n)
-                continue;
-            float v = alpha * acc[i][j];
-            /* beta == 0 never reads C: NaN there must not propagate. */
-            if (beta != 0.0f)
-                v = mad(beta, c[(size_t)gi * ldc + gj], v);
-            c[(size_t)gi * ldc + gj] = v;
-        }
-    }
+    gemm_tile(m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a != 0,
+              trans_b != 0, as, bs);
 }
 
 #else /* LOCUS_CPU_KERNELS */
