@@ -159,6 +159,20 @@ extern "C" const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g)
         return async ? "mma 3xtf32 128x128x32 3-stage"
                      : "mma 3xtf32 128x128x16";
     default:
+        break;
+    }
+    const size_t batches = g->batch_outer * g->batch_inner;
+    using locus_cuda::kTileM;
+    using locus_cuda::kTileN;
+    const size_t blocks = (g->m + kTileM - 1) / kTileM *
+                          ((g->n + kTileN - 1) / kTileN) *
+                          (batches < 65535 ? batches : 65535);
+    switch (locus_cuda::choose_simt(g->m, blocks)) {
+    case locus_cuda::kSimtShort:
+        return "simt fp32 64x128x8";
+    case locus_cuda::kSimtWide:
+        return "simt fp32 128x128x8, 8x16 a thread";
+    default:
         return "simt fp32 128x128x8";
     }
 }
