@@ -9,8 +9,12 @@
  * cross-correlation with zero padding, output extent
  * (in + 2 pad - kernel) / stride + 1.
  *
- * Indices inside one image (C*H*W, C*R*S*P*Q ...) are held in 64 bits;
- * the per-image products that index shared or tile positions stay small.
+ * Indices inside one image are 32-bit (the entry points refuse shapes
+ * whose image, depth, positions or filter do not fit; the lowered
+ * matrices switch to 64-bit indices when they are larger): 64-bit division, which the first
+ * version did for every element (five of them in im2col), costs about
+ * four times a 32-bit one on the GPU and made the lowering, not the GEMM,
+ * most of a convolution's time. Offsets of images in a batch are 64-bit.
  */
 #include <cstddef>
 #include <cstdint>
@@ -37,95 +41,116 @@ unsigned lower_grid(size_t total)
 }
 
 struct Shape {
-    long long C, H, W, R, S, sh, sw, ph, pw, P, Q;
+    int C, H, W, R, S, sh, sw, ph, pw, P, Q;
 };
 
-Shape shape_of(const locus__cuda_conv *cv)
+/* The shape, or false when an extent every kernel indexes does not fit
+ * 32 bits: the image (C H W), the depth (C R S), the positions (P Q), the
+ * filter (K C R S), the padded rows and columns. The lowered matrices
+ * (C R S x P Q, MEC's (H + 2 ph) C S x Q) can be larger: their kernels
+ * take 64-bit indices when they are (Index below). */
+bool shape_of(const locus__cuda_conv *cv, Shape *s)
 {
-    Shape s;
-    s.C = (long long)cv->channels;
-    s.H = (long long)cv->height;
-    s.W = (long long)cv->width;
-    s.R = (long long)cv->kernel_h;
-    s.S = (long long)cv->kernel_w;
-    s.sh = (long long)cv->stride_h;
-    s.sw = (long long)cv->stride_w;
-    s.ph = (long long)cv->pad_h;
-    s.pw = (long long)cv->pad_w;
-    s.P = (long long)cv->out_h;
-    s.Q = (long long)cv->out_w;
-    return s;
+    const size_t limit = 0x7fffffff;
+    const size_t crs = cv->channels * cv->kernel_h * cv->kernel_w;
+    const size_t extents[] = {
+        cv->channels * cv->height * cv->width,
+        crs,
+        cv->out_h * cv->out_w,
+        cv->filters * crs,
+        cv->height + 2 * cv->pad_h + cv->kernel_h,
+        cv->width + 2 * cv->pad_w + cv->kernel_w,
+    };
+    for (size_t extent : extents)
+        if (extent > limit)
+            return false;
+    s->C = (int)cv->channels;
+    s->H = (int)cv->height;
+    s->W = (int)cv->width;
+    s->R = (int)cv->kernel_h;
+    s->S = (int)cv->kernel_w;
+    s->sh = (int)cv->stride_h;
+    s->sw = (int)cv->stride_w;
+    s->ph = (int)cv->pad_h;
+    s->pw = (int)cv->pad_w;
+    s->P = (int)cv->out_h;
+    s->Q = (int)cv->out_w;
+    return true;
 }
 
 /* Xpad[c][h][w] of an image with its zero padding removed again. */
 __device__ __forceinline__ float padded(const float *image, const Shape &s,
-                                        long long c, long long h, long long w)
+                                        int c, int h, int w)
 {
     if (h < 0 || h >= s.H || w < 0 || w >= s.W)
         return 0.0f;
     return __ldg(image + (c * s.H + h) * s.W + w);
 }
 
-/* columns[i][(c, r, s)][(p, q)] for images first + i. */
+/* The images of a lowering: grid y (strided) over them, x over the
+ * elements of one. */
+dim3 lower_grid_2d(size_t per_image, size_t images)
+{
+    return dim3(lower_grid(per_image),
+                (unsigned)(images < 65535 ? images : 65535));
+}
+
+/* columns[i][(c, r, s)][(p, q)] for images first + i. Index: int where
+ * one image's columns fit it, else long long. */
+template <class Index>
 __global__ void im2col_kernel(const float *__restrict__ input, Shape s,
                               size_t first, size_t images,
                               float *__restrict__ columns)
 {
-    const long long rows = s.C * s.R * s.S, cols = s.P * s.Q;
-    const size_t total = images * (size_t)(rows * cols);
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const long long col = (long long)(i % (size_t)cols);
-        const size_t rest = i / (size_t)cols;
-        const long long row = (long long)(rest % (size_t)rows);
-        const size_t image = rest / (size_t)rows;
-        const long long c = row / (s.R * s.S), rs = row % (s.R * s.S);
-        const long long r = rs / s.S, sx = rs % s.S;
-        const long long p = col / s.Q, q = col % s.Q;
+    const int rs_count = s.R * s.S, cols = s.P * s.Q;
+    const Index per_image = (Index)(s.C * rs_count) * cols;
+    for (size_t image = blockIdx.y; image < images; image += gridDim.y) {
         const float *img = input + (first + image) * (size_t)(s.C * s.H * s.W);
-        columns[i] =
-            padded(img, s, c, p * s.sh + r - s.ph, q * s.sw + sx - s.pw);
+        float *out = columns + image * (size_t)per_image;
+        for (Index i = (Index)blockIdx.x * blockDim.x + threadIdx.x;
+             i < per_image; i += (Index)gridDim.x * blockDim.x) {
+            const int row = (int)(i / cols), col = (int)(i - (Index)row * cols);
+            const int c = row / rs_count, rs = row - c * rs_count;
+            const int r = rs / s.S, sx = rs - r * s.S;
+            const int p = col / s.Q, q = col - p * s.Q;
+            out[i] = padded(img, s, c, p * s.sh + r - s.ph,
+                            q * s.sw + sx - s.pw);
+        }
     }
 }
 
-/* lowered[i][(h, c, s)][q] = Xpad[c][h][q * sw + s], h over padded rows. */
+/* lowered[i][(h, c, s)][q] = Xpad[c][h][q * sw + s], h over padded rows.
+ * Index as im2col_kernel's. */
+template <class Index>
 __global__ void mec_kernel(const float *__restrict__ input, Shape s,
                            size_t first, size_t images,
                            float *__restrict__ lowered)
 {
-    const long long hp = s.H + 2 * s.ph;
-    const long long rows = hp * s.C * s.S;
-    const size_t total = images * (size_t)(rows * s.Q);
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const long long q = (long long)(i % (size_t)s.Q);
-        const size_t rest = i / (size_t)s.Q;
-        const long long row = (long long)(rest % (size_t)rows);
-        const size_t image = rest / (size_t)rows;
-        const long long sx = row % s.S, hc = row / s.S;
-        const long long c = hc % s.C, h = hc / s.C;
+    const Index per_image = (Index)((s.H + 2 * s.ph) * s.C * s.S) * s.Q;
+    for (size_t image = blockIdx.y; image < images; image += gridDim.y) {
         const float *img = input + (first + image) * (size_t)(s.C * s.H * s.W);
-        lowered[i] = padded(img, s, c, h - s.ph, q * s.sw + sx - s.pw);
+        float *out = lowered + image * (size_t)per_image;
+        for (Index i = (Index)blockIdx.x * blockDim.x + threadIdx.x;
+             i < per_image; i += (Index)gridDim.x * blockDim.x) {
+            const Index row = i / s.Q, hc = row / s.S;
+            const int q = (int)(i - row * s.Q), sx = (int)(row - hc * s.S);
+            const int h = (int)(hc / s.C), c = (int)(hc - (Index)h * s.C);
+            out[i] = padded(img, s, c, h - s.ph, q * s.sw + sx - s.pw);
+        }
     }
 }
 
 __global__ void krcs_kernel(const float *__restrict__ filter, Shape s,
-                            size_t filters, float *__restrict__ permuted)
+                            int filters, float *__restrict__ permuted)
 {
-    const size_t total = filters * (size_t)(s.C * s.R * s.S);
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
+    const int total = filters * s.C * s.R * s.S;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += gridDim.x * blockDim.x) {
         /* i indexes the destination [k][r][c][s]. */
-        const long long sx = (long long)(i % (size_t)s.S);
-        size_t rest = i / (size_t)s.S;
-        const long long c = (long long)(rest % (size_t)s.C);
-        rest /= (size_t)s.C;
-        const long long r = (long long)(rest % (size_t)s.R);
-        const size_t k = rest / (size_t)s.R;
-        permuted[i] =
-            filter[((k * (size_t)s.C + (size_t)c) * (size_t)s.R + (size_t)r) *
-                       (size_t)s.S +
-                   (size_t)sx];
+        const int rest = i / s.S, sx = i - rest * s.S;
+        const int kr = rest / s.C, c = rest - kr * s.C;
+        const int k = kr / s.R, r = kr - k * s.R;
+        permuted[i] = filter[((k * s.C + c) * s.R + r) * s.S + sx];
     }
 }
 
@@ -136,29 +161,37 @@ template <int BN, int BK, int Threads = kGemmThreads> struct ConvLoader {
     static constexpr int kVectors = BN * BK / 4 / Threads;
     const float *image;
     Shape s;
-    size_t extent_mn, extent_k; /* P*Q, C*R*S */
+    int extent_mn, extent_k; /* P*Q, C*R*S */
     float4 reg[kVectors];
 
-    __device__ __forceinline__ float at(size_t j, size_t kk) const
-    {
-        if (j >= extent_mn || kk >= extent_k)
-            return 0.0f;
-        const long long p = (long long)j / s.Q, q = (long long)j % s.Q;
-        const long long c = (long long)kk / (s.R * s.S);
-        const long long rs = (long long)kk % (s.R * s.S);
-        const long long r = rs / s.S, sx = rs % s.S;
-        return padded(image, s, c, p * s.sh + r - s.ph, q * s.sw + sx - s.pw);
-    }
-
+    /* A vector is 4 neighbouring columns j.. of one depth row kk: the
+     * depth's (c, r, s) and the first column's (p, q) cost a division
+     * each, the next columns step q (wrapping to the next p). */
     __device__ __forceinline__ void load(size_t mn0, size_t k0)
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
             const int idx = threadIdx.x + v * Threads;
-            const size_t kk = k0 + idx / (BN / 4);
-            const size_t j = mn0 + (idx % (BN / 4)) * 4;
-            reg[v] = make_float4(at(j, kk), at(j + 1, kk), at(j + 2, kk),
-                                 at(j + 3, kk));
+            const int kk = (int)k0 + idx / (BN / 4);
+            const int j = (int)mn0 + (idx % (BN / 4)) * 4;
+            float value[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (kk < extent_k && j < extent_mn) {
+                const int rs_count = s.R * s.S;
+                const int c = kk / rs_count, rs = kk - c * rs_count;
+                const int r = rs / s.S, sx = rs - r * s.S;
+                int p = j / s.Q, q = j - p * s.Q;
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    if (j + e < extent_mn)
+                        value[e] = padded(image, s, c, p * s.sh + r - s.ph,
+                                          q * s.sw + sx - s.pw);
+                    if (++q == s.Q) {
+                        q = 0;
+                        p++;
+                    }
+                }
+            }
+            reg[v] = make_float4(value[0], value[1], value[2], value[3]);
         }
     }
 
@@ -201,8 +234,8 @@ struct ConvProblem {
         ConvLoader<BN, BK, Threads> l;
         l.image = input + z * (size_t)(s.C * s.H * s.W);
         l.s = s;
-        l.extent_mn = n;
-        l.extent_k = k;
+        l.extent_mn = (int)n;
+        l.extent_k = (int)k;
         return l;
     }
 
@@ -236,14 +269,25 @@ extern "C" cudaError_t locus__cuda_im2col(const locus__cuda_conv *cv,
                                           size_t images, float *columns,
                                           cudaStream_t stream)
 {
-    const locus_cuda::Shape s = locus_cuda::shape_of(cv);
-    const size_t total =
-        images * (size_t)(s.C * s.R * s.S) * (size_t)(s.P * s.Q);
-    if (total == 0)
+    locus_cuda::Shape s;
+    if (!locus_cuda::shape_of(cv, &s) || images == 0)
         return cudaErrorInvalidValue;
-    locus_cuda::im2col_kernel<<<lower_grid(total), kLowerThreads, 0, stream>>>(
-        input, s, first, images, columns);
+    const size_t per_image = (size_t)(s.C * s.R * s.S) * (size_t)(s.P * s.Q);
+    const dim3 grid = locus_cuda::lower_grid_2d(per_image, images);
+    if (per_image <= 0x7fffffff)
+        locus_cuda::im2col_kernel<int><<<grid, kLowerThreads, 0, stream>>>(
+            input, s, first, images, columns);
+    else
+        locus_cuda::im2col_kernel<long long>
+            <<<grid, kLowerThreads, 0, stream>>>(input, s, first, images,
+                                                 columns);
     return cudaGetLastError();
+}
+
+extern "C" int locus__cuda_conv_fits(const locus__cuda_conv *cv)
+{
+    locus_cuda::Shape s;
+    return locus_cuda::shape_of(cv, &s) ? 1 : 0;
 }
 
 extern "C" size_t locus__cuda_mec_rows(const locus__cuda_conv *cv)
@@ -256,12 +300,17 @@ extern "C" cudaError_t locus__cuda_mec_lower(const locus__cuda_conv *cv,
                                              size_t images, float *lowered,
                                              cudaStream_t stream)
 {
-    const locus_cuda::Shape s = locus_cuda::shape_of(cv);
-    const size_t total = images * locus__cuda_mec_rows(cv) * cv->out_w;
-    if (total == 0)
+    locus_cuda::Shape s;
+    if (!locus_cuda::shape_of(cv, &s) || images == 0)
         return cudaErrorInvalidValue;
-    locus_cuda::mec_kernel<<<lower_grid(total), kLowerThreads, 0, stream>>>(
-        input, s, first, images, lowered);
+    const size_t per_image = locus__cuda_mec_rows(cv) * cv->out_w;
+    const dim3 grid = locus_cuda::lower_grid_2d(per_image, images);
+    if (per_image <= 0x7fffffff)
+        locus_cuda::mec_kernel<int><<<grid, kLowerThreads, 0, stream>>>(
+            input, s, first, images, lowered);
+    else
+        locus_cuda::mec_kernel<long long><<<grid, kLowerThreads, 0, stream>>>(
+            input, s, first, images, lowered);
     return cudaGetLastError();
 }
 
@@ -270,12 +319,12 @@ extern "C" cudaError_t locus__cuda_filter_krcs(const locus__cuda_conv *cv,
                                                float *permuted,
                                                cudaStream_t stream)
 {
-    const locus_cuda::Shape s = locus_cuda::shape_of(cv);
-    const size_t total = cv->filters * (size_t)(s.C * s.R * s.S);
-    if (total == 0)
+    locus_cuda::Shape s;
+    if (!locus_cuda::shape_of(cv, &s) || cv->filters == 0)
         return cudaErrorInvalidValue;
+    const size_t total = cv->filters * (size_t)(s.C * s.R * s.S);
     locus_cuda::krcs_kernel<<<lower_grid(total), kLowerThreads, 0, stream>>>(
-        filter, s, cv->filters, permuted);
+        filter, s, (int)cv->filters, permuted);
     return cudaGetLastError();
 }
 
@@ -286,10 +335,11 @@ extern "C" cudaError_t locus__cuda_conv_implicit(const locus__cuda_conv *cv,
                                                  cudaStream_t stream)
 {
     locus_cuda::ConvProblem p;
+    if (!locus_cuda::shape_of(cv, &p.s))
+        return cudaErrorInvalidValue;
     p.input = input;
     p.filter = filter;
     p.output = output;
-    p.s = locus_cuda::shape_of(cv);
     p.m = cv->filters;
     p.n = cv->out_h * cv->out_w;
     p.k = cv->channels * cv->kernel_h * cv->kernel_w;

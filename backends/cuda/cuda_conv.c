@@ -18,11 +18,12 @@
  * implicit: the GEMM kernels gather the column matrix inside their tile
  * loads; no workspace, no extra pass over memory.
  *
- * auto: im2col (as a plain GEMM) for 1x1 stride-1 unpadded filters; else
- * im2col when the whole batch's columns fit the workspace cap in one chunk
- * (the lowering pass then streams at memory speed and the GEMM runs at the
- * tiled kernel's rate), else implicit GEMM, which needs no workspace. To be
- * retuned from the H200 figures (docs/PERFORMANCE.md).
+ * auto: im2col (as a plain GEMM, no lowering) for 1x1 stride-1 unpadded
+ * filters; else implicit GEMM. On the H200 at batch 32 the implicit GEMM
+ * beat im2col on every other layer of the bench set once its gathers used
+ * 32-bit indexing (3x3 64->64 at 56x56: 0.40 against 0.69 ms; 7x7/2:
+ * 0.35 against 0.65; 3x3 256->256 at 14x14: 0.37 against 0.45), and it
+ * needs no workspace. MEC is slower on all four.
  *
  * record->workspace_bytes: the bytes of device workspace this call used
  * (the lowered chunk plus F'), not the cached allocation's size.
@@ -198,12 +199,7 @@ static locus_conv_algorithm choose(const locus__cuda_conv *cv)
     if (cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
         cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0)
         return LOCUS_CONV_IM2COL;
-    const double columns = (double)cv->batch * (double)cv->channels *
-                           (double)cv->kernel_h * (double)cv->kernel_w *
-                           (double)cv->out_h * (double)cv->out_w *
-                           sizeof(float);
-    return columns <= (double)CONV_WORKSPACE_CAP ? LOCUS_CONV_IM2COL
-                                                 : LOCUS_CONV_IMPLICIT_GEMM;
+    return LOCUS_CONV_IMPLICIT_GEMM;
 }
 
 /* The shape as the kernels take it; refuses what the runtime should have
@@ -254,10 +250,14 @@ static locus_status shape_of(const cuda_state *state,
                         (double)(cv->width + 2 * cv->pad_w) *
                         (double)cv->channels * (double)cv->kernel_h *
                         (double)cv->kernel_w * (double)cv->filters;
-    if (span > 4.0e18 || cv->filters > (size_t)65535 * 128)
+    if (span > 4.0e18 || cv->filters > (size_t)65535 * 128 ||
+        !locus__cuda_conv_fits(cv))
         return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
                                      "cuda conv2d: shape too large for the "
-                                     "kernels' indexing");
+                                     "kernels' indexing (an image, its "
+                                     "depth C*R*S, its positions P*Q and "
+                                     "the filter must each stay under "
+                                     "2^31 elements)");
     return LOCUS_SUCCESS;
 }
 

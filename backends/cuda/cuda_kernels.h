@@ -82,6 +82,9 @@ cudaError_t locus__cuda_im2col(const locus__cuda_conv *cv, const float *input,
  * (Hp * C * S) rows by Q columns, L[h][c][s][q] = Xpad[c][h][q*sw + s]
  * (backends/cpu/mec.c explains the layout). */
 size_t locus__cuda_mec_rows(const locus__cuda_conv *cv);
+/* Nonzero when an image, its depth, its positions and the filter each fit
+ * the kernels' 32-bit indexing. */
+int locus__cuda_conv_fits(const locus__cuda_conv *cv);
 cudaError_t locus__cuda_mec_lower(const locus__cuda_conv *cv,
                                   const float *input, size_t first,
                                   size_t images, float *lowered,

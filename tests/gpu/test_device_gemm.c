@@ -13,7 +13,12 @@ typedef struct gemm_case {
     double alpha, beta;
 } gemm_case;
 
-/* The last five have leading dimensions that are multiples of 4 (the
+/* The last two are wide and shallow: on a GPU of 132 SMs (the H200) the
+ * second takes the CUDA backend's 8x16-a-thread FP32 kernel, which it keeps
+ * for grids of 264 or more 128x128 blocks; the first, like the other cases
+ * of more than 64 rows, its 256-thread 8x8 one.
+ *
+ * The five before them have leading dimensions that are multiples of 4 (the
  * CUDA tensor-core modes then copy whole 16-byte vectors, zero-filling
  * partial ones): k not a multiple of 4 (1001, 37, 3) in all transpose
  * cases, edge tiles in m and n, and k deep enough (1540) for many turns of
@@ -37,6 +42,7 @@ static const gemm_case cases[] = {
     {301, 257, 1001, 0, 0, 3, 1.0, 0.0},   {301, 257, 1001, 1, 1, 3, 0.5, 1.5},
     {130, 130, 37, 1, 0, 2, 1.0, 0.0},     {129, 131, 3, 0, 1, 1, 1.0, 0.0},
     {300, 260, 1540, 0, 0, 0, 1.0, -1.0},
+    {1700, 1300, 5, 0, 0, 0, 1.0, 0.0},    {2100, 2100, 7, 1, 1, 1, 1.0, 0.5},
 };
 
 /* The largest error of each mode over all cases, reported at the end. */
