@@ -13,7 +13,9 @@
 #ifndef LOCUS_CPU_KERNELS
 
 /* cols[i][(c R + r) S + s][p Q + q] = X[first + i][c][p sh + r - ph]
- * [q sw + s - pw], zero outside the image. */
+ * [q sw + s - pw], zero outside the image. The index is split with 32-bit
+ * divisions wherever the range allows (a uniform branch): 64-bit ones
+ * cost several times as much, and were most of this kernel's time. */
 __kernel void locus_im2col(__global const float *x, ulong x_off,
                            __global float *cols, ulong total, uint C, uint H,
                            uint W, uint R, uint S, uint P, uint Q, uint sh,
@@ -22,14 +24,24 @@ __kernel void locus_im2col(__global const float *x, ulong x_off,
     const ulong id = get_global_id(0);
     if (id >= total)
         return;
-    const ulong pq_count = (ulong)P * Q;
-    const ulong crs = (ulong)C * R * S;
-    const uint pq = id % pq_count;
-    const ulong rest = id / pq_count;
-    const uint row = rest % crs;
-    const ulong image = rest / crs;
-    const uint s = row % S, r = (row / S) % R, c = row / (R * S);
-    const uint p = pq / Q, q = pq % Q;
+    const uint pq_count = P * Q, crs = C * R * S;
+    ulong image;
+    uint row, pq;
+    if (total <= 0xffffffffUL) {
+        const uint id32 = (uint)id, rest = id32 / pq_count;
+        pq = id32 - rest * pq_count;
+        image = rest / crs;
+        row = rest - (uint)image * crs;
+    } else {
+        const ulong rest = id / pq_count;
+        pq = (uint)(id - rest * pq_count);
+        image = rest / crs;
+        row = (uint)(rest - image * crs);
+    }
+    const uint rs_count = R * S;
+    const uint c = row / rs_count, rs = row - c * rs_count;
+    const uint r = rs / S, s = rs - r * S;
+    const uint p = pq / Q, q = pq - p * Q;
     const int h = (int)(p * sh + r) - (int)ph;
     const int w = (int)(q * sw + s) - (int)pw;
     float v = 0.0f;
