@@ -37,7 +37,7 @@ grep -E '^(Ok|Fail|Skipped|Timeout):' "$build/meson-logs/testlog.txt" >&3
 "$locus" calibrate --json >"$out/calibrate.json"
 "$locus" calibrate --cached
 echo "calibrated" >&3
-timeout 300 "$locus" bench sched --json >"$out/sched.json"
+timeout 420 "$locus" bench sched --json >"$out/sched.json"
 echo "sched exit $?" >&3
 python3 - "$out/sched.json" <<'PY' >&3
 import json, sys
