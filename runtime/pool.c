@@ -2,17 +2,47 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fault.h"
 #include "status.h"
+
+/* How jobs reach the workers. Each worker has a mailbox: the submitter
+ * writes the job into the mailboxes of the workers it runs on, then bumps
+ * each one's `posted`; a worker done with a job spins on its `posted` for
+ * up to SPIN_SECONDS (yielding the cpu between looks, so a busy machine
+ * loses little) before it sleeps on job_ready. The submitter likewise
+ * spins on `finished` before it sleeps on job_done. So back-to-back ops
+ * hand work over without a system call, where the first version woke
+ * every worker through one mutex and condition variable: on the 16-core
+ * H200 host a reduce of 4 MiB took 0.21 ms, most of it those wake-ups
+ * one after another.
+ *
+ * Sleeping is the classic two-flag handshake, all accesses sequentially
+ * consistent: a worker sets `sleeping`, then looks at `posted` once more
+ * (under pool->lock, so a broadcast cannot fall between that look and
+ * its wait); the submitter bumps `posted`, then looks at `sleeping` and
+ * broadcasts under the lock if it is set. One of the two always sees the
+ * other's store. The same holds for `finished` and `submitter_sleeping`. */
+#define SPIN_SECONDS 50e-6
 
 typedef struct worker {
     locus__pool *pool;
     int index;
     pthread_t thread;
     locus__worker_info info;
+    /* The mailbox: written by the submitter before it bumps `posted`, read
+     * by the worker after it sees the bump, and not written again until
+     * the worker has counted itself in `finished`. */
+    locus_worker_fn fn;
+    void *arg;
+    int rank, ranks;
+    atomic_ulong posted;
+    atomic_bool sleeping;
 } worker;
 
 struct locus__pool {
@@ -24,18 +54,13 @@ struct locus__pool {
     /* Serializes jobs from several application threads. */
     pthread_mutex_t submit_lock;
 
-    /* The current job, guarded by lock. */
+    /* Sleeping and waking (see the top of the file). */
     pthread_mutex_t lock;
     pthread_cond_t job_ready;
     pthread_cond_t job_done;
-    unsigned long generation;
-    bool stopping;
-    int job_node; /* OS node, -1: all workers */
-    locus_worker_fn job_fn;
-    void *job_arg;
-    int job_ranks;
-    int job_first; /* pool index of rank 0 (node groups are contiguous) */
-    int finished;
+    atomic_bool stopping;
+    atomic_int finished; /* ranks of the current job done */
+    atomic_bool submitter_sleeping;
 };
 
 static _Thread_local int current_worker = -1;
@@ -62,32 +87,70 @@ static void pin_worker(const locus__topology *topology, worker *w)
     hwloc_bitmap_free(set);
 }
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Spins until done(arg) or SPIN_SECONDS have passed; true when done. */
+static bool spin_until(bool (*done)(const void *), const void *arg)
+{
+    double deadline = 0;
+    for (unsigned look = 0;; look++) {
+        if (done(arg))
+            return true;
+        if (look % 16 == 0) {
+            double now = seconds_now();
+            if (deadline == 0)
+                deadline = now + SPIN_SECONDS;
+            else if (now > deadline)
+                return false;
+        }
+        sched_yield();
+    }
+}
+
+typedef struct mailbox_watch {
+    const worker *self;
+    unsigned long seen;
+} mailbox_watch;
+
+static bool mailbox_changed(const void *arg)
+{
+    const mailbox_watch *watch = arg;
+    return atomic_load(&watch->self->posted) != watch->seen ||
+           atomic_load(&watch->self->pool->stopping);
+}
+
 static void *worker_main(void *argument)
 {
     worker *self = argument;
     locus__pool *pool = self->pool;
     current_worker = self->index;
-    unsigned long seen = 0;
-    pthread_mutex_lock(&pool->lock);
+    mailbox_watch watch = {self, 0};
     for (;;) {
-        while (pool->generation == seen && !pool->stopping)
-            pthread_cond_wait(&pool->job_ready, &pool->lock);
-        if (pool->stopping)
+        if (!spin_until(mailbox_changed, &watch)) {
+            pthread_mutex_lock(&pool->lock);
+            atomic_store(&self->sleeping, true);
+            while (!mailbox_changed(&watch))
+                pthread_cond_wait(&pool->job_ready, &pool->lock);
+            atomic_store(&self->sleeping, false);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        if (atomic_load(&pool->stopping))
             break;
-        seen = pool->generation;
-        int rank = self->index - pool->job_first;
-        if (rank < 0 || rank >= pool->job_ranks)
-            continue;
-        locus_worker_fn fn = pool->job_fn;
-        void *arg = pool->job_arg;
-        int ranks = pool->job_ranks;
-        pthread_mutex_unlock(&pool->lock);
-        fn(arg, rank, ranks);
-        pthread_mutex_lock(&pool->lock);
-        if (++pool->finished == ranks)
+        watch.seen = atomic_load(&self->posted);
+        int ranks = self->ranks;
+        self->fn(self->arg, self->rank, ranks);
+        if (atomic_fetch_add(&pool->finished, 1) + 1 == ranks &&
+            atomic_load(&pool->submitter_sleeping)) {
+            pthread_mutex_lock(&pool->lock);
             pthread_cond_signal(&pool->job_done);
+            pthread_mutex_unlock(&pool->lock);
+        }
     }
-    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
@@ -233,10 +296,15 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->job_ready, NULL);
     pthread_cond_init(&pool->job_done, NULL);
+    atomic_init(&pool->stopping, false);
+    atomic_init(&pool->finished, 0);
+    atomic_init(&pool->submitter_sleeping, false);
     for (int i = 0; i < count; i++) {
         workers[i].pool = pool;
         workers[i].index = i;
         workers[i].info = chosen[i];
+        atomic_init(&workers[i].posted, 0);
+        atomic_init(&workers[i].sleeping, false);
     }
     free(chosen);
     for (int i = 0; i < count; i++) {
@@ -259,8 +327,8 @@ void locus__pool_destroy(locus__pool *pool)
 {
     if (!pool)
         return;
+    atomic_store(&pool->stopping, true);
     pthread_mutex_lock(&pool->lock);
-    pool->stopping = true;
     pthread_cond_broadcast(&pool->job_ready);
     pthread_mutex_unlock(&pool->lock);
     for (int i = 0; i < pool->size; i++)
@@ -323,6 +391,17 @@ static locus_status job_workers(const locus__pool *pool, int node_os_index,
     return LOCUS_SUCCESS;
 }
 
+typedef struct finished_watch {
+    locus__pool *pool;
+    int count;
+} finished_watch;
+
+static bool job_finished(const void *arg)
+{
+    const finished_watch *watch = arg;
+    return atomic_load(&watch->pool->finished) >= watch->count;
+}
+
 locus_status locus__pool_run(locus__pool *pool, int node_os_index,
                              locus_worker_fn fn, void *arg)
 {
@@ -335,18 +414,32 @@ locus_status locus__pool_run(locus__pool *pool, int node_os_index,
     if (status != LOCUS_SUCCESS)
         return status;
     pthread_mutex_lock(&pool->submit_lock);
-    pthread_mutex_lock(&pool->lock);
-    pool->job_node = node_os_index;
-    pool->job_fn = fn;
-    pool->job_arg = arg;
-    pool->job_first = first;
-    pool->job_ranks = count;
-    pool->finished = 0;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->job_ready);
-    while (pool->finished < count)
-        pthread_cond_wait(&pool->job_done, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
+    atomic_store(&pool->finished, 0);
+    bool any_sleeping = false;
+    for (int rank = 0; rank < count; rank++) {
+        worker *w = &pool->workers[first + rank];
+        w->fn = fn;
+        w->arg = arg;
+        w->rank = rank;
+        w->ranks = count;
+        atomic_fetch_add(&w->posted, 1);
+    }
+    for (int rank = 0; rank < count && !any_sleeping; rank++)
+        any_sleeping = atomic_load(&pool->workers[first + rank].sleeping);
+    if (any_sleeping) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->job_ready);
+        pthread_mutex_unlock(&pool->lock);
+    }
+    finished_watch watch = {pool, count};
+    if (!spin_until(job_finished, &watch)) {
+        pthread_mutex_lock(&pool->lock);
+        atomic_store(&pool->submitter_sleeping, true);
+        while (!job_finished(&watch))
+            pthread_cond_wait(&pool->job_done, &pool->lock);
+        atomic_store(&pool->submitter_sleeping, false);
+        pthread_mutex_unlock(&pool->lock);
+    }
     pthread_mutex_unlock(&pool->submit_lock);
     return LOCUS_SUCCESS;
 }
