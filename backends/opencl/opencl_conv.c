@@ -1,7 +1,8 @@
 /*
  * Conv2d on an OpenCL device, with the CPU backend's semantics (NCHW input,
  * KCRS filter, zero padding, cross-correlation): a lowering kernel of
- * conv.cl, then gemm.cl's kernel batched over images or output rows.
+ * conv.cl, then gemm.cl's kernel batched over images or output rows; or,
+ * with the GPU kernels, gemm.cl's implicit-GEMM convolution.
  *
  * im2col: per image the (C R S) x (P Q) column matrix, then
  * output_i (K x PQ) = F (K x CRS) * cols_i, one launch batched over the
@@ -18,12 +19,26 @@
  * CONV_WORKSPACE_CAP and the device's largest allocation (at least one
  * image, which fails as out of device memory when even that is too big).
  *
- * auto: im2col for 1x1 stride-1 unpadded filters (no lowering at all), and
- * on GPUs whenever one image's columns fit the workspace; otherwise MEC
- * when output rows share input rows (kernel_h > stride_h), the rows
- * are at least AUTO_MEC_MIN_WIDTH wide (narrower per-row GEMMs waste the
- * tile) and its workspace is smaller; else im2col. The implicit GEMM is
- * not offered here (LOCUS_ERROR_NOT_SUPPORTED when asked for by name).
+ * implicit (GPU kernels only): per image output_i = F * cols_i, one launch
+ * batched over the images, whose B tile loader gathers cols_i from the
+ * image itself (gemm.cl): no workspace, no lowering pass. Its indices
+ * inside an image are 32-bit; shapes that do not fit are refused
+ * (implicit_fits). The CPU kernels do not have it: a CPU device gathers
+ * no faster than it copies, and the lowerings there copy whole rows
+ * (LOCUS_ERROR_NOT_SUPPORTED when asked for by name).
+ *
+ * auto: im2col for 1x1 stride-1 unpadded filters (no lowering at all: the
+ * plain GEMM). Otherwise, with the GPU kernels, the implicit GEMM where
+ * the shape fits its indexing, as the CUDA backend chooses (cuda_conv.c):
+ * its GEMM is the same kernel as im2col's minus the lowering pass, which
+ * on the H200 at batch 32 was as long as the GEMM itself (im2col 1.03 ms
+ * against CUDA's implicit 0.39 at 3x3 64->64 56x56, 1.03 against 0.35 at
+ * 7x7/2 3->64 224x224). Else (CPU kernels, or a shape the implicit GEMM
+ * refuses): im2col on GPUs whenever one image's columns fit the
+ * workspace; otherwise MEC when output rows share input rows
+ * (kernel_h > stride_h), the rows are at least AUTO_MEC_MIN_WIDTH wide
+ * (narrower per-row GEMMs waste the tile) and its workspace is smaller;
+ * else im2col.
  *
  * record->workspace_bytes: the device bytes this call's workspace takes
  * (the lowered chunk plus F'), whether allocated for it or, on CPU
@@ -39,6 +54,9 @@
 #define LOWER_GROUP 64
 /* Enough to even out rows of unequal cost (padding rows are cheap). */
 #define LOWER_ITEMS_PER_UNIT 8
+/* Images per launch of the implicit GEMM (dimension 2 of its range): the
+ * CUDA grid's z limit, which NVIDIA's OpenCL runs on. */
+#define IMPLICIT_MAX_IMAGES ((size_t)65535)
 
 typedef struct conv_shape {
     size_t n, c, h, w, k, r, s, sh, sw, ph, pw, p, q;
@@ -75,16 +93,48 @@ static size_t mec_filter_bytes(const conv_shape *s)
                                   : 0;
 }
 
+/* Whether the implicit GEMM's 32-bit indices (gemm.cl) hold the shape:
+ * an image (C H W), its depth (C R S), its positions (P Q), the filter
+ * (K C R S), and the padded rows and columns plus the kernel (the
+ * gathers' h and w as int); the CUDA backend's shape_of. */
+static int implicit_fits(const conv_shape *s)
+{
+    const double limit = (double)INT32_MAX;
+    const double crs = (double)s->c * (double)s->r * (double)s->s;
+    return (double)s->c * (double)s->h * (double)s->w <= limit &&
+           crs <= limit && (double)s->p * (double)s->q <= limit &&
+           (double)s->k * crs <= limit &&
+           (double)s->h + 2.0 * (double)s->ph + (double)s->r <= limit &&
+           (double)s->w + 2.0 * (double)s->pw + (double)s->s <= limit;
+}
+
+/* Whether the lowering kernels' and the GEMM's 32-bit row and column
+ * indices, and the padded positions as int, hold the shape (im2col and
+ * MEC). */
+static int lowering_fits(const conv_shape *s)
+{
+    const double largest =
+        (double)(s->h + 2 * s->ph) * (double)s->c * (double)s->s * (double)s->q;
+    const double columns = (double)s->c * (double)s->r * (double)s->s;
+    return largest <= (double)INT32_MAX && columns <= (double)INT32_MAX &&
+           (double)s->p * (double)s->q <= (double)INT32_MAX &&
+           s->w + 2 * s->pw <= (size_t)INT32_MAX && s->k <= (size_t)INT32_MAX;
+}
+
 static locus_conv_algorithm choose(const opencl_device *device,
                                    const conv_shape *s)
 {
     if (is_pointwise(s))
         return LOCUS_CONV_IM2COL;
+    if (!device->tuning.cpu_kernels && device->conv_implicit != NULL &&
+        implicit_fits(s))
+        return LOCUS_CONV_IMPLICIT_GEMM;
     /* A GPU runs one large batched GEMM far better than MEC's per-row
      * GEMMs of Q columns (H200, 3x3 64->64 at 56x56, batch 32: MEC
      * 2.61 ms, 3.2 times the CUDA backend's im2col): MEC only when one
      * image's columns would not fit the workspace. */
-    if (!device->tuning.cpu_kernels && im2col_per_image(s) <= CONV_WORKSPACE_CAP)
+    if (!device->tuning.cpu_kernels &&
+        im2col_per_image(s) <= CONV_WORKSPACE_CAP)
         return LOCUS_CONV_IM2COL;
     if (s->r <= s->sh || s->q < AUTO_MEC_MIN_WIDTH)
         return LOCUS_CONV_IM2COL;
@@ -363,6 +413,75 @@ release:
     return status;
 }
 
+/* One launch per IMPLICIT_MAX_IMAGES images: output_i = F * cols_i, the
+ * short kernel (64-row tiles) for at most 64 filters. */
+static locus_status run_implicit(conv_run *run)
+{
+    const conv_shape *s = &run->sh;
+    opencl_device *device = run->device;
+    run->workspace_bytes = 0;
+    const int short_tile = s->k <= OPENCL_SHORT_TILE_M;
+    cl_kernel kernel =
+        short_tile ? device->conv_implicit_short : device->conv_implicit;
+    const size_t tile_m = short_tile ? OPENCL_SHORT_TILE_M : device->tuning.tm;
+    const size_t items =
+        short_tile ? OPENCL_SHORT_TILE_ITEMS : (size_t)device->tuning.wn;
+    if (kernel == NULL)
+        return run->state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "opencl:%zu (%s) conv2d: the program has no implicit-GEMM kernel",
+            run->index, device->name);
+    /* A stride only multiplies positions past the first, and where there
+     * are any, (P - 1) sh fits the padded height (implicit_fits); with one
+     * position the stride is unused, and may not fit 32 bits. */
+    const cl_uint K = (cl_uint)s->k, C = (cl_uint)s->c, H = (cl_uint)s->h,
+                  W = (cl_uint)s->w, R = (cl_uint)s->r, S = (cl_uint)s->s,
+                  P = (cl_uint)s->p, Q = (cl_uint)s->q,
+                  SH = s->p > 1 ? (cl_uint)s->sh : 1,
+                  SW = s->q > 1 ? (cl_uint)s->sw : 1, PH = (cl_uint)s->ph,
+                  PW = (cl_uint)s->pw;
+    const char *failed = "";
+    cl_int err = CL_SUCCESS;
+    for (size_t first = 0; first < s->n && err == CL_SUCCESS;
+         first += IMPLICIT_MAX_IMAGES) {
+        const size_t images = s->n - first < IMPLICIT_MAX_IMAGES
+                                  ? s->n - first
+                                  : IMPLICIT_MAX_IMAGES;
+        const cl_ulong first_image = first;
+        const opencl_arg args[] = {
+            {sizeof(cl_mem), &run->input},
+            {sizeof first_image, &first_image},
+            {sizeof(cl_mem), &run->filter},
+            {sizeof(cl_mem), &run->output},
+            {sizeof K, &K},
+            {sizeof C, &C},
+            {sizeof H, &H},
+            {sizeof W, &W},
+            {sizeof R, &R},
+            {sizeof S, &S},
+            {sizeof P, &P},
+            {sizeof Q, &Q},
+            {sizeof SH, &SH},
+            {sizeof SW, &SW},
+            {sizeof PH, &PH},
+            {sizeof PW, &PW},
+        };
+        /* As the GEMM's range: dimension 0 over the tiles of P Q, 1 over
+         * those of K, 2 over the images. */
+        const size_t tn = device->tuning.tn;
+        const size_t global[3] = {(s->p * s->q + tn - 1) / tn * items,
+                                  (s->k + tile_m - 1) / tile_m, images};
+        const size_t local[3] = {items, 1, 1};
+        err = locus__opencl_enqueue_3d(device, kernel, args,
+                                       sizeof args / sizeof args[0], global,
+                                       local, &failed);
+    }
+    return err == CL_SUCCESS
+               ? LOCUS_SUCCESS
+               : locus__opencl_op_fail(run->state, run->index, device, err,
+                                       failed, "conv2d implicit gemm");
+}
+
 static locus_status shape_of(const opencl_state *state, size_t index,
                              const locus_conv2d_desc *d, conv_shape *s)
 {
@@ -396,14 +515,24 @@ static locus_status shape_of(const opencl_state *state, size_t index,
         .p = (d->in_height + 2 * d->pad_h - d->kernel_height) / d->stride_h + 1,
         .q = (d->in_width + 2 * d->pad_w - d->kernel_width) / d->stride_w + 1,
     };
-    /* The kernels index rows and columns in 32 bits and padded positions
-     * as int. */
-    const double largest =
-        (double)(s->h + 2 * s->ph) * (double)s->c * (double)s->s * (double)s->q;
-    const double columns = (double)s->c * (double)s->r * (double)s->s;
-    if (largest > (double)INT32_MAX || columns > (double)INT32_MAX ||
-        (double)s->p * (double)s->q > (double)INT32_MAX ||
-        s->w + 2 * s->pw > (size_t)INT32_MAX || s->k > (size_t)INT32_MAX)
+    return LOCUS_SUCCESS;
+}
+
+/* NOT_SUPPORTED unless the algorithm's kernels index the shape. */
+static locus_status check_fits(const opencl_state *state, size_t index,
+                               locus_conv_algorithm algorithm,
+                               const conv_shape *s)
+{
+    if (algorithm == LOCUS_CONV_IMPLICIT_GEMM && !implicit_fits(s))
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "opencl:%zu conv2d: shape too large for the implicit GEMM's "
+            "32-bit indexing (an image C*H*W, its depth C*R*S, its "
+            "positions P*Q and the filter K*C*R*S must each stay under "
+            "2^31 elements, and so must the padded height and width plus "
+            "the kernel's)",
+            index);
+    if (algorithm != LOCUS_CONV_IMPLICIT_GEMM && !lowering_fits(s))
         return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
                                      "opencl:%zu conv2d: shape too large for "
                                      "the kernels' 32-bit indexing",
@@ -435,24 +564,39 @@ locus_status locus__opencl_conv2d(void *opaque, size_t index,
     if (status != LOCUS_SUCCESS)
         return status;
     locus_conv_algorithm algorithm = desc->algorithm;
-    if (algorithm == LOCUS_CONV_IMPLICIT_GEMM)
-        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
-                                     "conv2d algorithm implicit is not "
-                                     "offered on opencl:%zu (im2col, mec, "
-                                     "auto are)",
-                                     index);
     if (algorithm != LOCUS_CONV_AUTO && algorithm != LOCUS_CONV_IM2COL &&
-        algorithm != LOCUS_CONV_MEC)
+        algorithm != LOCUS_CONV_MEC && algorithm != LOCUS_CONV_IMPLICIT_GEMM)
         return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                      "conv2d algorithm %d is unknown",
                                      (int)desc->algorithm);
+    /* A named algorithm's shape limits are known without the program. */
+    if (algorithm != LOCUS_CONV_AUTO) {
+        status = check_fits(state, index, algorithm, &run.sh);
+        if (status != LOCUS_SUCCESS)
+            return status;
+    }
     status = locus__opencl_op_begin(state, index, &run.device);
     if (status != LOCUS_SUCCESS)
         return status;
     /* After op_begin: the device's tuning is known once its program is. */
-    if (algorithm == LOCUS_CONV_AUTO)
+    if (algorithm == LOCUS_CONV_AUTO) {
         algorithm = choose(run.device, &run.sh);
-    status = algorithm == LOCUS_CONV_MEC ? run_mec(&run) : run_im2col(&run);
+        status = check_fits(state, index, algorithm, &run.sh);
+    } else if (algorithm == LOCUS_CONV_IMPLICIT_GEMM &&
+               run.device->tuning.cpu_kernels) {
+        status = state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "conv2d algorithm implicit is not offered on opencl:%zu with the "
+            "cpu kernels (im2col, mec, auto are)",
+            index);
+    }
+    if (status != LOCUS_SUCCESS) {
+        pthread_mutex_unlock(&run.device->lock);
+        return status;
+    }
+    status = algorithm == LOCUS_CONV_MEC             ? run_mec(&run)
+             : algorithm == LOCUS_CONV_IMPLICIT_GEMM ? run_implicit(&run)
+                                                     : run_im2col(&run);
     const char *failed = "";
     cl_int err = locus__opencl_finish(run.device, &failed);
     if (status == LOCUS_SUCCESS && err != CL_SUCCESS)
@@ -460,7 +604,9 @@ locus_status locus__opencl_conv2d(void *opaque, size_t index,
                                        "conv2d");
     if (status == LOCUS_SUCCESS) {
         locus__opencl_set_algorithm(op, algorithm == LOCUS_CONV_MEC ? "mec"
-                                                                    : "im2col");
+                                        : algorithm == LOCUS_CONV_IMPLICIT_GEMM
+                                            ? "implicit"
+                                            : "im2col");
         if (op != NULL && op->record != NULL)
             op->record->workspace_bytes = run.workspace_bytes;
     }

@@ -48,9 +48,11 @@ typedef struct opencl_device {
     /* The kernels' program, built or loaded from the disk cache at the first
      * op on the device (opencl_program.c), released at fini. Kernel objects
      * hold their arguments, so an op holds `lock` from setting them to the
-     * end of its work. */
+     * end of its work. gemm_short, conv_implicit and conv_implicit_short
+     * exist in the GPU variant only (NULL in the CPU one). */
     cl_program program;
     cl_kernel gemm, reduce, im2col, mec_lower, filter_krcs;
+    cl_kernel gemm_short, conv_implicit, conv_implicit_short;
     opencl_tuning tuning;
     /* conv2d's workspaces kept between calls on CPU devices
      * (opencl_conv.c), released with the program. */

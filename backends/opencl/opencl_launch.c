@@ -7,9 +7,8 @@
 
 #include <stdio.h>
 
-cl_int locus__opencl_enqueue_1d(opencl_device *device, cl_kernel kernel,
-                                const opencl_arg *args, size_t count,
-                                size_t total, size_t group, const char **failed)
+static cl_int set_args(cl_kernel kernel, const opencl_arg *args, size_t count,
+                       const char **failed)
 {
     for (size_t i = 0; i < count; i++) {
         cl_int err =
@@ -19,9 +18,34 @@ cl_int locus__opencl_enqueue_1d(opencl_device *device, cl_kernel kernel,
             return err;
         }
     }
+    return CL_SUCCESS;
+}
+
+cl_int locus__opencl_enqueue_1d(opencl_device *device, cl_kernel kernel,
+                                const opencl_arg *args, size_t count,
+                                size_t total, size_t group, const char **failed)
+{
+    cl_int err = set_args(kernel, args, count, failed);
+    if (err != CL_SUCCESS)
+        return err;
     size_t global = (total + group - 1) / group * group;
-    cl_int err = clEnqueueNDRangeKernel(device->queue, kernel, 1, NULL, &global,
-                                        &group, 0, NULL, NULL);
+    err = clEnqueueNDRangeKernel(device->queue, kernel, 1, NULL, &global,
+                                 &group, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        *failed = "clEnqueueNDRangeKernel";
+    return err;
+}
+
+cl_int locus__opencl_enqueue_3d(opencl_device *device, cl_kernel kernel,
+                                const opencl_arg *args, size_t count,
+                                const size_t global[3], const size_t local[3],
+                                const char **failed)
+{
+    cl_int err = set_args(kernel, args, count, failed);
+    if (err != CL_SUCCESS)
+        return err;
+    err = clEnqueueNDRangeKernel(device->queue, kernel, 3, NULL, global, local,
+                                 0, NULL, NULL);
     if (err != CL_SUCCESS)
         *failed = "clEnqueueNDRangeKernel";
     return err;
@@ -99,26 +123,33 @@ cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
         {sizeof trans_a, &trans_a},
         {sizeof trans_b, &trans_b},
     };
+    /* GPU variant: a group of WN x WM = 256 x 1 work-items per TM x TN tile
+     * of C, groups along dimension 0 over the tiles of n (neighbouring
+     * groups share A's row panel, as the CUDA kernel's grid), dimension 1
+     * over those of m, dimension 2 over the batch; for m <= 64 the short
+     * kernel, 128 work-items per 64 x TN tile (gemm.cl says why). CPU
+     * variant: one work-item per group, the groups chosen by
+     * cpu_gemm_groups. */
+    const int short_tile = !t->cpu_kernels && device->gemm_short != NULL &&
+                           g->m <= OPENCL_SHORT_TILE_M;
+    cl_kernel kernel = short_tile ? device->gemm_short : device->gemm;
+    const size_t tm = short_tile ? OPENCL_SHORT_TILE_M : t->tm;
+    const size_t group = short_tile ? OPENCL_SHORT_TILE_ITEMS : t->wn;
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
-        cl_int err = clSetKernelArg(device->gemm, (cl_uint)i, args[i].size,
-                                    args[i].value);
+        cl_int err =
+            clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value);
         if (err != CL_SUCCESS) {
             *failed = "clSetKernelArg(locus_gemm)";
             return err;
         }
     }
-    /* GPU variant: a group of WN x WM = 256 x 1 work-items per TM x TN tile
-     * of C, groups along dimension 0 over the tiles of n (neighbouring
-     * groups share A's row panel, as the CUDA kernel's grid), dimension 1
-     * over those of m, dimension 2 over the batch. CPU variant: one
-     * work-item per group, the groups chosen by cpu_gemm_groups. */
-    size_t local[3] = {t->wn, t->wm, 1};
-    size_t global[3] = {(g->n + t->tn - 1) / t->tn * t->wn,
-                        (g->m + t->tm - 1) / t->tm * t->wm, g->batch};
+    size_t local[3] = {group, t->wm, 1};
+    size_t global[3] = {(g->n + t->tn - 1) / t->tn * group,
+                        (g->m + tm - 1) / tm * t->wm, g->batch};
     if (t->cpu_kernels)
         cpu_gemm_groups(device, g, global);
-    cl_int err = clEnqueueNDRangeKernel(device->queue, device->gemm, 3, NULL,
-                                        global, local, 0, NULL, NULL);
+    cl_int err = clEnqueueNDRangeKernel(device->queue, kernel, 3, NULL, global,
+                                        local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         *failed = "clEnqueueNDRangeKernel(locus_gemm)";
     return err;

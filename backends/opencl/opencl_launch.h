@@ -20,6 +20,11 @@ typedef struct opencl_gemm {
  * take. */
 #define OPENCL_GEMM_MAX_DIM ((size_t)INT32_MAX)
 
+/* The GPU variant's short kernels (gemm.cl): 64-row tiles of 128
+ * work-items, taken for m <= 64. */
+#define OPENCL_SHORT_TILE_M 64
+#define OPENCL_SHORT_TILE_ITEMS 128
+
 /* Enqueues g; on failure returns the OpenCL error and names the call. */
 cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
                                   const char **failed);
@@ -34,6 +39,13 @@ typedef struct opencl_arg {
 cl_int locus__opencl_enqueue_1d(opencl_device *device, cl_kernel kernel,
                                 const opencl_arg *args, size_t count,
                                 size_t total, size_t group,
+                                const char **failed);
+
+/* Sets kernel's arguments as above and enqueues it over the 3-D range
+ * global in groups of local. */
+cl_int locus__opencl_enqueue_3d(opencl_device *device, cl_kernel kernel,
+                                const opencl_arg *args, size_t count,
+                                const size_t global[3], const size_t local[3],
                                 const char **failed);
 
 /* Waits for the device's queue; the error of the first failed command. */

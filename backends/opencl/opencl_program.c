@@ -302,20 +302,28 @@ static cl_program load_binary(opencl_device *device,
     return program;
 }
 
+/* The program's kernels; the last three (gpu_only) are in the GPU
+ * variant's source only (gemm.cl). */
 static locus_status create_kernels(opencl_state *state, size_t index,
                                    opencl_device *device)
 {
     struct {
         cl_kernel *kernel;
         const char *name;
+        int gpu_only;
     } table[] = {
-        {&device->gemm, "locus_gemm"},
-        {&device->reduce, "locus_reduce"},
-        {&device->im2col, "locus_im2col"},
-        {&device->mec_lower, "locus_mec_lower"},
-        {&device->filter_krcs, "locus_filter_krcs"},
+        {&device->gemm, "locus_gemm", 0},
+        {&device->reduce, "locus_reduce", 0},
+        {&device->im2col, "locus_im2col", 0},
+        {&device->mec_lower, "locus_mec_lower", 0},
+        {&device->filter_krcs, "locus_filter_krcs", 0},
+        {&device->gemm_short, "locus_gemm_short", 1},
+        {&device->conv_implicit, "locus_conv_implicit", 1},
+        {&device->conv_implicit_short, "locus_conv_implicit_short", 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (table[i].gpu_only && device->tuning.cpu_kernels)
+            continue;
         cl_int err = CL_SUCCESS;
         *table[i].kernel = clCreateKernel(device->program, table[i].name, &err);
         if (*table[i].kernel == NULL || err != CL_SUCCESS) {
@@ -429,8 +437,11 @@ free_source:
 
 void locus__opencl_program_release(opencl_device *device)
 {
-    cl_kernel *kernels[] = {&device->gemm, &device->reduce, &device->im2col,
-                            &device->mec_lower, &device->filter_krcs};
+    cl_kernel *kernels[] = {
+        &device->gemm,          &device->reduce,
+        &device->im2col,        &device->mec_lower,
+        &device->filter_krcs,   &device->gemm_short,
+        &device->conv_implicit, &device->conv_implicit_short};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         if (*kernels[i] != NULL)
             clReleaseKernel(*kernels[i]);

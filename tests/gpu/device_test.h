@@ -9,7 +9,8 @@
 #include "test_opencl_common.h"
 #define device_test_open opencl_test_open
 #define DEVICE_TEST_BACKEND "opencl"
-/* The implicit GEMM convolution is a CUDA and CPU algorithm only. */
+/* 0: whether the implicit GEMM convolution is offered is decided at run
+ * time (test_device_conv.c): on OpenCL only with the GPU kernels. */
 #define DEVICE_TEST_HAS_IMPLICIT_CONV 0
 #else
 #include "cuda_test.h"

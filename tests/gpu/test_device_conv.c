@@ -1,9 +1,13 @@
 /* Conv2d on the device under test (device_test.h) against a float64 direct
  * loop: every algorithm the backend offers (im2col, MEC, implicit GEMM on
- * CUDA, auto) over strides 1 and 2, padding 0, 1 and 3, filters 1, 3, 5
- * and 7 (non-square images, batch 1 and 3), the math modes on the 3x3
- * filters and on larger layers; outputs poisoned with NaN before each run;
- * the record names the algorithm and its workspace. */
+ * CUDA and with OpenCL's GPU kernels, auto) over strides 1 and 2, padding
+ * 0, 1 and 3, filters 1, 3, 5 and 7 (non-square images, batch 1 and 3),
+ * the math modes on the 3x3 filters and on larger layers; outputs poisoned
+ * with NaN before each run; the record names the algorithm and its
+ * workspace. Where the implicit GEMM is offered, a shape past its 32-bit
+ * indexing is refused; where it is not, asking for it is. */
+#include <string.h>
+
 #include "device_test.h"
 
 typedef struct conv_case {
@@ -13,6 +17,8 @@ typedef struct conv_case {
 static const char *const algorithm_names[] = {"auto", "im2col", "mec",
                                               "implicit"};
 static double worst[3];
+/* Whether the device under test offers the implicit GEMM (main). */
+static int has_implicit;
 
 static size_t extent(size_t in, size_t kernel, size_t stride, size_t pad)
 {
@@ -84,8 +90,7 @@ static void check_case(locus_context *context, locus_device *gpu,
     locus_buffer *bf = cuda_test_buffer(context, filter, f_count);
     const size_t terms = t->channels * t->kernel * t->kernel;
     for (int math = 0; math < (all_modes ? 3 : 1); math++)
-        for (int algorithm = 0;
-             algorithm < (DEVICE_TEST_HAS_IMPLICIT_CONV ? 4 : 3) && bi && bf;
+        for (int algorithm = 0; algorithm < (has_implicit ? 4 : 3) && bi && bf;
              algorithm++) {
             locus_buffer *bo = cuda_test_buffer(context, NULL, out_count);
             if (bo == NULL)
@@ -165,7 +170,56 @@ free_host:
     free(magnitude);
 }
 
-#if !DEVICE_TEST_HAS_IMPLICIT_CONV
+/* Whether the implicit GEMM is offered: always on CUDA; on OpenCL with
+ * the GPU kernels, which LOCUS_OPENCL_TUNING forces (the
+ * opencl_*_gpu_kernels tests) and GPU devices otherwise get. */
+static int implicit_offered(locus_device *gpu)
+{
+    if (DEVICE_TEST_HAS_IMPLICIT_CONV)
+        return 1;
+    const char *tuning = getenv("LOCUS_OPENCL_TUNING");
+    if (tuning != NULL && tuning[0] != '\0')
+        return strcmp(tuning, "gpu") == 0;
+    locus_device_info info;
+    locus_device_info_init(&info);
+    return locus_device_get_info(gpu, &info) == LOCUS_SUCCESS &&
+           info.kind == LOCUS_DEVICE_GPU;
+}
+
+/* A shape past the implicit GEMM's 32-bit indexing, in tiny buffers: one
+ * pixel padded by 2^31 rows above and below, strided past all but the
+ * first output row (the padded height plus the kernel passes 2^31). */
+static void check_implicit_too_large(locus_context *context, locus_device *gpu)
+{
+    float x[1] = {1.0f};
+    locus_buffer *bi = cuda_test_buffer(context, x, 1);
+    locus_buffer *bf = cuda_test_buffer(context, x, 1);
+    locus_buffer *bo = cuda_test_buffer(context, NULL, 1);
+    locus_conv2d_desc desc;
+    locus_conv2d_desc_init(&desc);
+    desc.batch = desc.in_channels = desc.out_channels = 1;
+    desc.in_height = desc.in_width = 1;
+    desc.kernel_height = desc.kernel_width = 1;
+    desc.pad_h = (size_t)1 << 31;
+    desc.stride_h = (size_t)1 << 33;
+    desc.algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+    size_t out_h = 0, out_w = 0;
+    CHECK(locus_conv2d_output_shape(&desc, &out_h, &out_w) == LOCUS_SUCCESS &&
+              out_h == 1 && out_w == 1,
+          "the too-large implicit case has output %zu x %zu", out_h, out_w);
+    locus_status status =
+        bi && bf && bo ? locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL)
+                       : LOCUS_ERROR_OUT_OF_MEMORY;
+    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED &&
+              strstr(locus_last_error(), "2^31") != NULL,
+          "implicit conv with 2^32 rows of padding on " DEVICE_TEST_BACKEND
+          ": %s (%s)",
+          locus_status_name(status), locus_last_error());
+    locus_buffer_destroy(bi);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bo);
+}
+
 /* Where the algorithm is not offered, asking for it says so. */
 static void check_implicit_refused(locus_context *context, locus_device *gpu)
 {
@@ -187,7 +241,6 @@ static void check_implicit_refused(locus_context *context, locus_device *gpu)
     locus_buffer_destroy(bf);
     locus_buffer_destroy(bo);
 }
-#endif
 
 int main(void)
 {
@@ -196,6 +249,8 @@ int main(void)
     int opened = device_test_open(&context, &gpu, &cpu);
     if (opened != 0)
         return opened;
+    has_implicit = implicit_offered(gpu);
+    printf("implicit GEMM %s\n", has_implicit ? "offered" : "not offered");
     static const size_t kernels[] = {1, 3, 5, 7};
     static const size_t strides[] = {1, 2};
     static const size_t pads[] = {0, 1, 3};
@@ -208,17 +263,20 @@ int main(void)
                                    5,          kernels[k], strides[s], pads[p]};
                     check_case(context, gpu, &t, kernels[k] == 3);
                 }
-    /* Vector paths (sizes multiples of 4) and a real channel count. */
+    /* Vector paths (sizes multiples of 4) and a real channel count; more
+     * than 64 filters (the GPU kernels' 128-row tiles, 64-row ones below),
+     * depths and positions off the tiles. */
     const conv_case larger[] = {
-        {2, 32, 28, 28, 64, 3, 1, 1},
-        {2, 16, 8, 8, 32, 1, 1, 0},
-        {3, 8, 32, 32, 16, 7, 2, 3},
+        {2, 32, 28, 28, 64, 3, 1, 1}, {2, 16, 8, 8, 32, 1, 1, 0},
+        {3, 8, 32, 32, 16, 7, 2, 3},  {2, 19, 10, 9, 130, 3, 1, 1},
+        {2, 5, 17, 15, 96, 5, 2, 2},  {1, 8, 12, 12, 65, 1, 1, 0},
     };
     for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++)
         check_case(context, gpu, &larger[i], 1);
-#if !DEVICE_TEST_HAS_IMPLICIT_CONV
-    check_implicit_refused(context, gpu);
-#endif
+    if (has_implicit)
+        check_implicit_too_large(context, gpu);
+    else
+        check_implicit_refused(context, gpu);
     for (int math = 0; math < 3; math++)
         printf("conv2d %s: worst relative error vs float64 %.3g\n",
                cuda_test_math_names[math], worst[math]);

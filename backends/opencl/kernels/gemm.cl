@@ -1,10 +1,11 @@
 /* C = alpha op(A) op(B) + beta C, row-major, f32, batched over dimension 2
- * of the range (conv2d runs one GEMM per image or per output row).
+ * of the range (conv2d runs one GEMM per image or per output row), and on
+ * GPUs the implicit-GEMM convolution built from the same body.
  *
  * Tile sizes are build options chosen per device type (opencl_program.c):
  * TM, TN, TK, WM, WN. The GPU variant takes TM = TN = 128, TK a multiple of
- * 8 and a work-group of WN x WM = 256 x 1; the CPU variant is described
- * below. */
+ * 8 and a work-group of WN x WM = 256 x 1 (its short kernels 64 x 128 tiles
+ * and 128 work-items); the CPU variant is described below. */
 
 #ifndef LOCUS_CPU_KERNELS
 
@@ -18,16 +19,26 @@
  *   its warp tile (ly = lane / 4, lx = lane % 4). Each local read is then a
  *   float4, and a warp reads 8 (A) and 4 (B) distinct float4s, broadcast to
  *   the lanes that share them: no bank conflicts.
+ * - The short kernels (locus_gemm_short, locus_conv_implicit_short) are
+ *   the same body with 64-row tiles and 128 work-items (1 x 4 warp tiles,
+ *   the same 8 x 8 a work-item), for m <= 64: a 128-row tile would
+ *   compute, load and store a half past the end of C, and 64-filter layers
+ *   (ResNet's first stage) are exactly that case. The CUDA backend takes
+ *   the same tile for m <= 64 (choose_simt in gemm_kernels.cuh). Per SM it
+ *   keeps as many warps resident (4 groups of 4 warps under the 128
+ *   register cap, against 2 of 8), with half the work of a 128-row group
+ *   and none of it wasted. Same program, so no second build.
  * - Both operand tiles are stored k-major in local memory, s[kk][mn], rows
- *   padded to LDS = 132 floats, whatever the operand's storage: the inner
- *   loop is the same for all transposes and only the loaders differ. The
- *   loaders read along the stored row (coalesced), a float4 per access
- *   where the operand allows it (base 16-byte aligned, leading dimension a
- *   multiple of 4: every 4-aligned vector is then aligned) and the vector
- *   lies inside the matrix, else element by element with bounds checks;
- *   out-of-range elements load as zero, so the inner loop has no edges.
- *   The padding makes the transposing stores of a k-contiguous operand
- *   (132 = 4 mod 32) conflict-free at TK = 8.
+ *   padded to the tile's extent + 4 floats (132, 68), whatever the
+ *   operand's storage: the inner loop is the same for all transposes and
+ *   only the loaders differ. The loaders read along the stored row
+ *   (coalesced), a float4 per access where the operand allows it (base
+ *   16-byte aligned, leading dimension a multiple of 4: every 4-aligned
+ *   vector is then aligned) and the vector lies inside the matrix, else
+ *   element by element with bounds checks; out-of-range elements load as
+ *   zero, so the inner loop has no edges. The padding makes the
+ *   transposing stores of a k-contiguous operand (132 and 68 = 4 mod 32)
+ *   conflict-free at TK = 8.
  * - Local memory is double-buffered: the next tile's global loads go into
  *   registers before the math on the current tile and to the other buffer
  *   after it, one barrier per k step.
@@ -37,39 +48,61 @@
  *   uniform branches of one kernel, each with its own barrier loop, were
  *   tried first: PoCL 3.1 (the forced GPU tuning's test device) then
  *   stored the last unrolled row of the epilogue past m and took a minute
- *   to build. Four kernels would need their handles in opencl_device.
+ *   to build. So each kernel below inlines the body once, its tile shape
+ *   and B loader (matrix or convolution) compile-time constants.
  * - Epilogue: alpha and beta, beta == 0 never reading C (NaN there must
  *   not propagate), bounds checks at the edges, float4 stores where C
  *   allows them (aligned, ldc a multiple of 4: columns are multiples of 4).
  *
  * The alignment is checked here, on the batch entry's own pointers, rather
  * than by the host: the check then covers offsets and batch strides
- * exactly. */
-#if TM != 128 || TN != 128 || WM * WN != 256
-#error "the GPU gemm is written for 128 x 128 tiles and 256 work-items"
+ * exactly.
+ *
+ * The implicit-GEMM convolution (locus_conv_implicit and its short
+ * variant): per image z, output_z (K x PQ) = filter (K x CRS) * cols_z,
+ * where cols_z is image z's im2col matrix, never stored: the B loader
+ * gathers element (kk, j), kk = (c, r, s) and j = (p, q), from the NCHW
+ * image, X[z][c][p sh + r - ph][q sw + s - pw], zero outside (the CUDA
+ * backend's ConvLoader, backends/cuda/conv.cu). Indices inside an image
+ * are 32-bit (opencl_conv.c refuses shapes that do not fit): a 64-bit
+ * division costs several 32-bit ones on GPUs. A work-item's columns j are
+ * the same at every k step, so their (p, q) are split once, before the
+ * k loop; its depth rows kk advance by TK a step, which is added to their
+ * (c, r, s) digit by digit with carries: no division in the loop. */
+#if TM != 128 || TN != 128 || WN != 256 || WM != 1
+#error "the GPU gemm is written for 128 x 128 tiles and 256 x 1 work-items"
 #endif
 #if TK % 8 != 0
 #error "the GPU gemm needs TK a multiple of 8"
 #endif
 
-#define GT 256            /* work-items per group */
-#define LDS (TM + 4)      /* local row length, a multiple of 4 */
-#define VPT (TM * TK / 4 / GT) /* float4 per work-item per operand tile */
+#define GT 256       /* work-items of the 128-row kernels */
+#define SHORT_TM 64  /* the short kernels' tile height */
+#define SHORT_GT 128 /* and work-items */
+#define LDS_B (TN + 4) /* local row length of B, a multiple of 4 */
+/* The most float4 a work-item loads per operand tile (B in the short
+ * kernels); the loops run over the tile's own count. */
+#define VMAX (TN * TK / 4 / SHORT_GT)
+#if GT % (TN / 4) != 0 || SHORT_GT % (TN / 4) != 0
+#error "the conv loader needs every group's size a multiple of TN / 4"
+#endif
 #define ALIGNED4(p) ((((uintptr_t)(p)) & 15) == 0)
 #define GEMM_INLINE inline __attribute__((always_inline))
 
-/* This work-item's share of the TK x 128 tile at (mn0, k0) of an operand
- * of extent ext_mn x ext_k, into r: element (mn, kk) is at p[mn * ld + kk]
- * when kc (k-contiguous: A not transposed, B transposed), else at
- * p[kk * ld + mn]. */
+/* This work-item's share (nt work-items) of the TK x tile_mn tile at
+ * (mn0, k0) of an operand of extent ext_mn x ext_k, into r: element
+ * (mn, kk) is at p[mn * ld + kk] when kc (k-contiguous: A not transposed,
+ * B transposed), else at p[kk * ld + mn]. tile_mn, nt and kc are
+ * constants after inlining. */
 static GEMM_INLINE void load_tile(__global const float *p, uint ld,
                                   uint ext_mn, uint ext_k, uint mn0, uint k0,
-                                  uint tid, const int kc, const int vec,
-                                  float4 *r)
+                                  uint tid, const uint tile_mn, const uint nt,
+                                  const int kc, const int vec, float4 *r)
 {
+    const uint count = tile_mn * TK / 4 / nt;
 #pragma unroll
-    for (int v = 0; v < VPT; v++) {
-        const uint idx = tid + v * GT;
+    for (uint v = 0; v < count; v++) {
+        const uint idx = tid + v * nt;
         if (kc) {
             const uint mn = mn0 + idx / (TK / 4);
             const uint kk = k0 + idx % (TK / 4) * 4;
@@ -84,8 +117,8 @@ static GEMM_INLINE void load_tile(__global const float *p, uint ld,
             else
                 r[v] = (float4)(0.0f);
         } else {
-            const uint kk = k0 + idx / (TM / 4);
-            const uint mn = mn0 + idx % (TM / 4) * 4;
+            const uint kk = k0 + idx / (tile_mn / 4);
+            const uint mn = mn0 + idx % (tile_mn / 4) * 4;
             __global const float *q = p + (size_t)kk * ld + mn;
             if (vec && kk < ext_k && mn + 3 < ext_mn)
                 r[v] = *(__global const float4 *)q;
@@ -100,22 +133,24 @@ static GEMM_INLINE void load_tile(__global const float *p, uint ld,
     }
 }
 
-/* r into the k-major local tile s (TK rows of LDS floats). */
-static GEMM_INLINE void store_tile(__local float *s, uint tid, const int kc,
-                                   const float4 *r)
+/* r into the k-major local tile s (TK rows of lds floats). */
+static GEMM_INLINE void store_tile(__local float *s, const uint lds, uint tid,
+                                   const uint tile_mn, const uint nt,
+                                   const int kc, const float4 *r)
 {
+    const uint count = tile_mn * TK / 4 / nt;
 #pragma unroll
-    for (int v = 0; v < VPT; v++) {
-        const uint idx = tid + v * GT;
+    for (uint v = 0; v < count; v++) {
+        const uint idx = tid + v * nt;
         if (kc) {
             const uint row = idx / (TK / 4), kq = idx % (TK / 4) * 4;
-            s[(kq + 0) * LDS + row] = r[v].s0;
-            s[(kq + 1) * LDS + row] = r[v].s1;
-            s[(kq + 2) * LDS + row] = r[v].s2;
-            s[(kq + 3) * LDS + row] = r[v].s3;
+            s[(kq + 0) * lds + row] = r[v].s0;
+            s[(kq + 1) * lds + row] = r[v].s1;
+            s[(kq + 2) * lds + row] = r[v].s2;
+            s[(kq + 3) * lds + row] = r[v].s3;
         } else {
-            const uint krow = idx / (TM / 4), mq = idx % (TM / 4) * 4;
-            *(__local float4 *)(s + krow * LDS + mq) = r[v];
+            const uint krow = idx / (tile_mn / 4), mq = idx % (tile_mn / 4) * 4;
+            *(__local float4 *)(s + krow * lds + mq) = r[v];
         }
     }
 }
@@ -124,22 +159,121 @@ static GEMM_INLINE void store_tile(__local float *s, uint tid, const int kc,
  * k step, each side a loader specialized for its layout. */
 static GEMM_INLINE void load_either(__global const float *p, uint ld,
                                     uint ext_mn, uint ext_k, uint mn0,
-                                    uint k0, uint tid, int kc, int vec,
-                                    float4 *r)
+                                    uint k0, uint tid, const uint tile_mn,
+                                    const uint nt, int kc, int vec, float4 *r)
 {
     if (kc)
-        load_tile(p, ld, ext_mn, ext_k, mn0, k0, tid, 1, vec, r);
+        load_tile(p, ld, ext_mn, ext_k, mn0, k0, tid, tile_mn, nt, 1, vec, r);
     else
-        load_tile(p, ld, ext_mn, ext_k, mn0, k0, tid, 0, vec, r);
+        load_tile(p, ld, ext_mn, ext_k, mn0, k0, tid, tile_mn, nt, 0, vec, r);
 }
 
-static GEMM_INLINE void store_either(__local float *s, uint tid, int kc,
-                                     const float4 *r)
+static GEMM_INLINE void store_either(__local float *s, const uint lds,
+                                     uint tid, const uint tile_mn,
+                                     const uint nt, int kc, const float4 *r)
 {
     if (kc)
-        store_tile(s, tid, 1, r);
+        store_tile(s, lds, tid, tile_mn, nt, 1, r);
     else
-        store_tile(s, tid, 0, r);
+        store_tile(s, lds, tid, tile_mn, nt, 0, r);
+}
+
+/* The convolution's shape, as the B loader reads it. */
+typedef struct conv_geom {
+    uint C, H, W, R, S, Q, sh, sw, ph, pw;
+} conv_geom;
+
+/* A work-item's place in the im2col matrix. Its 4 columns j .. j + 3 are
+ * the same at every k step (nt is a multiple of TN / 4): hb and wb are
+ * their p sh - ph and q sw - pw, a column past P Q having wb = W (so that
+ * every w = wb + s is outside the image). Its depth rows kk[v], one per
+ * vector, advance by TK a step, their digits c, r, s with them; TK is
+ * dc, dr, ds in those digits. */
+typedef struct conv_cursor {
+    int hb[4], wb[4];
+    uint kk[VMAX], c[VMAX], r[VMAX], s[VMAX];
+    uint dc, dr, ds;
+} conv_cursor;
+
+static GEMM_INLINE void conv_start(conv_cursor *cc, const conv_geom *g,
+                                   uint ext_n, uint n0, uint tid,
+                                   const uint nt)
+{
+    const uint j = n0 + tid % (TN / 4) * 4;
+    uint p = j / g->Q, q = j - p * g->Q;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int inside = j + e < ext_n;
+        cc->hb[e] = inside ? (int)(p * g->sh) - (int)g->ph : 0;
+        cc->wb[e] = inside ? (int)(q * g->sw) - (int)g->pw : (int)g->W;
+        if (++q == g->Q) {
+            q = 0;
+            p++;
+        }
+    }
+    const uint rs_count = g->R * g->S;
+    const uint count = TN * TK / 4 / nt;
+#pragma unroll
+    for (uint v = 0; v < count; v++) {
+        const uint kk = (tid + v * nt) / (TN / 4);
+        const uint c = kk / rs_count, rs = kk - c * rs_count;
+        cc->kk[v] = kk;
+        cc->c[v] = c;
+        cc->r[v] = rs / g->S;
+        cc->s[v] = rs - cc->r[v] * g->S;
+    }
+    cc->ds = TK % g->S;
+    cc->dr = TK / g->S % g->R;
+    cc->dc = TK / rs_count;
+}
+
+/* The tile at the cursor's rows into r (the layout of load_tile's
+ * mn-contiguous side: vector v is row kk[v], columns j .. j + 3). */
+static GEMM_INLINE void conv_load(const conv_cursor *cc,
+                                  __global const float *x, const conv_geom *g,
+                                  uint ext_k, const uint nt, float4 *r)
+{
+    const uint count = TN * TK / 4 / nt;
+#pragma unroll
+    for (uint v = 0; v < count; v++) {
+        float e[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (cc->kk[v] < ext_k) {
+            __global const float *plane = x + cc->c[v] * (g->H * g->W);
+            const int rr = (int)cc->r[v], ss = (int)cc->s[v];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int h = cc->hb[i] + rr, w = cc->wb[i] + ss;
+                if ((uint)h < g->H && (uint)w < g->W)
+                    e[i] = plane[(uint)h * g->W + (uint)w];
+            }
+        }
+        r[v] = (float4)(e[0], e[1], e[2], e[3]);
+    }
+}
+
+/* The cursor's rows kk += TK, carried through (s, r, c): each digit sum is
+ * below twice its radix, so one subtraction carries it. */
+static GEMM_INLINE void conv_step(conv_cursor *cc, const conv_geom *g,
+                                  const uint nt)
+{
+    const uint count = TN * TK / 4 / nt;
+#pragma unroll
+    for (uint v = 0; v < count; v++) {
+        uint s = cc->s[v] + cc->ds, r = cc->r[v] + cc->dr,
+             c = cc->c[v] + cc->dc;
+        if (s >= g->S) {
+            s -= g->S;
+            r++;
+        }
+        if (r >= g->R) {
+            r -= g->R;
+            c++;
+        }
+        cc->kk[v] += TK;
+        cc->s[v] = s;
+        cc->r[v] = r;
+        cc->c[v] = c;
+    }
 }
 
 /* C[row][col .. col + 3] (row < m, col a multiple of 4) from v. */
@@ -168,17 +302,21 @@ static GEMM_INLINE void store_c4(__global float *cr, uint col, uint n,
     }
 }
 
-/* One 128 x 128 tile of C for the transposes ta, tb. as and bs hold two
- * TK x LDS buffers each. */
-static GEMM_INLINE void gemm_tile(uint m, uint n, uint k,
-                                  __global const float *a, uint lda,
-                                  __global const float *b, uint ldb,
-                                  __global float *c, uint ldc, float alpha,
-                                  float beta, int ta, int tb,
+/* One bm x TN tile of C with nt work-items (bm, nt: 128, 256 or 64, 128),
+ * for the transposes ta, tb; as holds two TK x (bm + 4) buffers, bs two
+ * TK x LDS_B. conv (a constant): B is the im2col matrix of the image at b
+ * (geometry g; ta = tb = 0, ldb unused), gathered by the conv_ loaders. */
+static GEMM_INLINE void gemm_body(const uint bm, const uint nt, const int conv,
+                                  uint m, uint n, uint k,
+                                  __global const float *a, uint lda, int ta,
+                                  __global const float *b, uint ldb, int tb,
+                                  const conv_geom *g, __global float *c,
+                                  uint ldc, float alpha, float beta,
                                   __local float *as, __local float *bs)
 {
+    const uint lds_a = bm + 4;
     const uint tid = get_local_id(0);
-    const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    const uint m0 = get_group_id(1) * bm, n0 = get_group_id(0) * TN;
     const uint warp = tid / 32, lane = tid % 32;
     const uint row_base = warp / 4 * 64 + lane / 4 * 4;
     const uint col_base = warp % 4 * 32 + lane % 4 * 4;
@@ -193,27 +331,40 @@ static GEMM_INLINE void gemm_tile(uint m, uint n, uint k,
     for (int i = 0; i < 8; i++)
         acc[i][0] = acc[i][1] = (float4)(0.0f);
 
-    float4 ra[VPT], rb[VPT];
-    load_either(a, lda, m, k, m0, 0, tid, kc_a, vec_a, ra);
-    load_either(b, ldb, n, k, n0, 0, tid, kc_b, vec_b, rb);
-    store_either(as, tid, kc_a, ra);
-    store_either(bs, tid, kc_b, rb);
+    float4 ra[VMAX], rb[VMAX];
+    conv_cursor cc;
+    if (conv)
+        conv_start(&cc, g, n, n0, tid, nt);
+    load_either(a, lda, m, k, m0, 0, tid, bm, nt, kc_a, vec_a, ra);
+    if (conv) {
+        conv_load(&cc, b, g, k, nt, rb);
+        conv_step(&cc, g, nt);
+    } else {
+        load_either(b, ldb, n, k, n0, 0, tid, TN, nt, kc_b, vec_b, rb);
+    }
+    store_either(as, lds_a, tid, bm, nt, kc_a, ra);
+    store_either(bs, LDS_B, tid, TN, nt, kc_b, rb);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     const uint tiles = (k + TK - 1) / TK;
-    uint cur = 0; /* offset of the buffer being read */
+    uint cur = 0; /* 0 or 1: the buffer being read */
     for (uint t = 0; t < tiles; t++) {
         const int more = t + 1 < tiles;
         if (more) {
-            load_either(a, lda, m, k, m0, (t + 1) * TK, tid, kc_a, vec_a,
-                        ra);
-            load_either(b, ldb, n, k, n0, (t + 1) * TK, tid, kc_b, vec_b,
-                        rb);
+            load_either(a, lda, m, k, m0, (t + 1) * TK, tid, bm, nt, kc_a,
+                        vec_a, ra);
+            if (conv) {
+                conv_load(&cc, b, g, k, nt, rb);
+                conv_step(&cc, g, nt);
+            } else {
+                load_either(b, ldb, n, k, n0, (t + 1) * TK, tid, TN, nt,
+                            kc_b, vec_b, rb);
+            }
         }
-        __local const float *ak = as + cur + row_base;
-        __local const float *bk = bs + cur + col_base;
+        __local const float *ak = as + cur * TK * lds_a + row_base;
+        __local const float *bk = bs + cur * TK * LDS_B + col_base;
 #pragma unroll
-        for (int kk = 0; kk < TK; kk++, ak += LDS, bk += LDS) {
+        for (int kk = 0; kk < TK; kk++, ak += lds_a, bk += LDS_B) {
             const float4 a0 = *(__local const float4 *)ak;
             const float4 a1 = *(__local const float4 *)(ak + 32);
             const float4 b0 = *(__local const float4 *)bk;
@@ -226,10 +377,10 @@ static GEMM_INLINE void gemm_tile(uint m, uint n, uint k,
                 acc[i][1] = mad((float4)(ar[i]), b1, acc[i][1]);
             }
         }
-        cur = TK * LDS - cur;
+        cur ^= 1;
         if (more) {
-            store_either(as + cur, tid, kc_a, ra);
-            store_either(bs + cur, tid, kc_b, rb);
+            store_either(as + cur * TK * lds_a, lds_a, tid, bm, nt, kc_a, ra);
+            store_either(bs + cur * TK * LDS_B, LDS_B, tid, TN, nt, kc_b, rb);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -247,20 +398,61 @@ static GEMM_INLINE void gemm_tile(uint m, uint n, uint k,
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(WN, WM, 1))) void
-locus_gemm(uint m, uint n, uint k, __global const float *a, ulong a_off,
-           uint lda, ulong a_batch, __global const float *b, ulong b_off,
-           uint ldb, ulong b_batch, __global float *c, ulong c_off, uint ldc,
-           ulong c_batch, float alpha, float beta, int trans_a, int trans_b)
+/* The gemm kernels: batch entry get_global_id(2). */
+#define GEMM_PARAMS                                                          \
+    uint m, uint n, uint k, __global const float *a, ulong a_off, uint lda,  \
+        ulong a_batch, __global const float *b, ulong b_off, uint ldb,       \
+        ulong b_batch, __global float *c, ulong c_off, uint ldc,             \
+        ulong c_batch, float alpha, float beta, int trans_a, int trans_b
+#define GEMM_BODY(bm, nt)                                                    \
+    __local float as[2 * TK * ((bm) + 4)] __attribute__((aligned(16)));     \
+    __local float bs[2 * TK * LDS_B] __attribute__((aligned(16)));          \
+    const ulong batch = get_global_id(2);                                    \
+    gemm_body((bm), (nt), 0, m, n, k, a + a_off + batch * a_batch, lda,      \
+              trans_a != 0, b + b_off + batch * b_batch, ldb, trans_b != 0,  \
+              (const conv_geom *)0, c + c_off + batch * c_batch, ldc, alpha, \
+              beta, as, bs)
+
+__kernel __attribute__((reqd_work_group_size(GT, 1, 1))) void
+locus_gemm(GEMM_PARAMS)
 {
-    __local float as[2 * TK * LDS] __attribute__((aligned(16)));
-    __local float bs[2 * TK * LDS] __attribute__((aligned(16)));
-    const ulong batch = get_global_id(2);
-    a += a_off + batch * a_batch;
-    b += b_off + batch * b_batch;
-    c += c_off + batch * c_batch;
-    gemm_tile(m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a != 0,
-              trans_b != 0, as, bs);
+    GEMM_BODY(TM, GT);
+}
+
+__kernel __attribute__((reqd_work_group_size(SHORT_GT, 1, 1))) void
+locus_gemm_short(GEMM_PARAMS)
+{
+    GEMM_BODY(SHORT_TM, SHORT_GT);
+}
+
+/* The implicit-GEMM convolution: image first + get_global_id(2) of x
+ * (N x C x H x W) into y (N x K x P x Q), filter f (K x C x R x S). The
+ * host launches at most 65535 images at once (CUDA's grid limit, which
+ * NVIDIA's OpenCL shares). */
+#define CONV_PARAMS                                                          \
+    __global const float *x, ulong first, __global const float *f,          \
+        __global float *y, uint K, uint C, uint H, uint W, uint R, uint S,   \
+        uint P, uint Q, uint sh, uint sw, uint ph, uint pw
+#define CONV_BODY(bm, nt)                                                    \
+    __local float as[2 * TK * ((bm) + 4)] __attribute__((aligned(16)));     \
+    __local float bs[2 * TK * LDS_B] __attribute__((aligned(16)));          \
+    const ulong z = first + get_global_id(2);                                \
+    const uint pq = P * Q, crs = C * R * S;                                  \
+    const conv_geom g = {C, H, W, R, S, Q, sh, sw, ph, pw};                  \
+    gemm_body((bm), (nt), 1, K, pq, crs, f, crs, 0,                          \
+              x + z * (ulong)(C * H * W), 0, 0, &g, y + z * K * (ulong)pq,  \
+              pq, 1.0f, 0.0f, as, bs)
+
+__kernel __attribute__((reqd_work_group_size(GT, 1, 1))) void
+locus_conv_implicit(CONV_PARAMS)
+{
+    CONV_BODY(TM, GT);
+}
+
+__kernel __attribute__((reqd_work_group_size(SHORT_GT, 1, 1))) void
+locus_conv_implicit_short(CONV_PARAMS)
+{
+    CONV_BODY(SHORT_TM, SHORT_GT);
 }
 
 #else /* LOCUS_CPU_KERNELS */
