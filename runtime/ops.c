@@ -223,7 +223,7 @@ static locus_status begin_run(op_run *run, const char *op_name)
     locus_record_init(&run->record);
     locus_copy_name(run->record.op, sizeof run->record.op, op_name);
     locus_copy_name(run->record.device, sizeof run->record.device,
-              run->device->info.selector);
+                    run->device->info.selector);
     locus_status status = locus__account_begin(
         &run->account, &run->context->topology, run->context->pool);
     if (status != LOCUS_SUCCESS)

@@ -6,9 +6,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fault.h"
+#include "record.h"
 #include "status.h"
 
 /* How jobs reach the workers. Each worker has a mailbox: the submitter
@@ -87,13 +87,6 @@ static void pin_worker(const locus__topology *topology, worker *w)
     hwloc_bitmap_free(set);
 }
 
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Spins until done(arg) or SPIN_SECONDS have passed; true when done. */
 static bool spin_until(bool (*done)(const void *), const void *arg)
 {
@@ -102,7 +95,7 @@ static bool spin_until(bool (*done)(const void *), const void *arg)
         if (done(arg))
             return true;
         if (look % 16 == 0) {
-            double now = seconds_now();
+            double now = locus__now_seconds();
             if (deadline == 0)
                 deadline = now + SPIN_SECONDS;
             else if (now > deadline)

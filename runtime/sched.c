@@ -302,13 +302,13 @@ static void explain(locus_context *context, const locus__op_cost *cost,
 void locus__choice_to_record(const locus__choice *choice, locus_record *record)
 {
     locus_copy_name(record->chosen_by, sizeof record->chosen_by,
-                            choice->chosen_by ? choice->chosen_by : "");
+                    choice->chosen_by ? choice->chosen_by : "");
     record->estimated_seconds = choice->estimated_seconds;
     record->estimate_count = choice->estimate_count;
     for (size_t i = 0; i < choice->estimate_count; i++) {
         locus_copy_name(record->estimates[i].device,
-                                sizeof record->estimates[i].device,
-                                choice->candidates[i]->info.selector);
+                        sizeof record->estimates[i].device,
+                        choice->candidates[i]->info.selector);
         record->estimates[i].seconds = choice->seconds[i];
     }
 }

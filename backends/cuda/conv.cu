@@ -11,9 +11,9 @@
  *
  * Indices inside one image are 32-bit (the entry points refuse shapes
  * whose image, depth, positions or filter do not fit; the lowered
- * matrices switch to 64-bit indices when they are larger): 64-bit division, which the first
- * version did for every element (five of them in im2col), costs about
- * four times a 32-bit one on the GPU and made the lowering, not the GEMM,
+ * matrices switch to 64-bit indices when they are larger): 64-bit division,
+ * which the first version did for every element (five of them in im2col), costs
+ * about four times a 32-bit one on the GPU and made the lowering, not the GEMM,
  * most of a convolution's time. Offsets of images in a batch are 64-bit.
  */
 #include <cstddef>
@@ -113,8 +113,8 @@ __global__ void im2col_kernel(const float *__restrict__ input, Shape s,
             const int c = row / rs_count, rs = row - c * rs_count;
             const int r = rs / s.S, sx = rs - r * s.S;
             const int p = col / s.Q, q = col - p * s.Q;
-            out[i] = padded(img, s, c, p * s.sh + r - s.ph,
-                            q * s.sw + sx - s.pw);
+            out[i] =
+                padded(img, s, c, p * s.sh + r - s.ph, q * s.sw + sx - s.pw);
         }
     }
 }

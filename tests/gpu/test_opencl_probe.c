@@ -164,7 +164,8 @@ static void check_bad_tuning(void)
     CHECK(status == LOCUS_SUCCESS, "no opencl device: %s", locus_last_error());
     locus_buffer *buffer = NULL;
     if (status == LOCUS_SUCCESS)
-        status = locus_buffer_create(context, 64 * sizeof(float), NULL, &buffer);
+        status =
+            locus_buffer_create(context, 64 * sizeof(float), NULL, &buffer);
     if (status == LOCUS_SUCCESS) {
         locus_reduce_desc desc;
         locus_reduce_desc_init(&desc);

@@ -397,8 +397,8 @@ static locus_status time_all(locus_context *context, locus_device **devices,
                 status = time_once(context, device, w, start, &seconds, chosen,
                                    sizeof p->auto_device);
             if (status == LOCUS_SUCCESS)
-                status = time_once(context, device, w, start, &seconds,
-                                   chosen, sizeof p->auto_device);
+                status = time_once(context, device, w, start, &seconds, chosen,
+                                   sizeof p->auto_device);
             last_seconds[c] = seconds;
             if (run >= 0)
                 times[c][run] = seconds;
