@@ -105,6 +105,23 @@ static bool spin_until(bool (*done)(const void *), const void *arg)
     }
 }
 
+/* Spins until done(arg); past the spin, sleeps on `wake` under the pool's
+ * lock with `sleeping` set, so that whoever makes done(arg) true sees the
+ * flag and signals (the handshake at the top of the file). */
+static void wait_until(locus__pool *pool, bool (*done)(const void *),
+                       const void *arg, atomic_bool *sleeping,
+                       pthread_cond_t *wake)
+{
+    if (spin_until(done, arg))
+        return;
+    pthread_mutex_lock(&pool->lock);
+    atomic_store(sleeping, true);
+    while (!done(arg))
+        pthread_cond_wait(wake, &pool->lock);
+    atomic_store(sleeping, false);
+    pthread_mutex_unlock(&pool->lock);
+}
+
 typedef struct mailbox_watch {
     const worker *self;
     unsigned long seen;
@@ -124,14 +141,8 @@ static void *worker_main(void *argument)
     current_worker = self->index;
     mailbox_watch watch = {self, 0};
     for (;;) {
-        if (!spin_until(mailbox_changed, &watch)) {
-            pthread_mutex_lock(&pool->lock);
-            atomic_store(&self->sleeping, true);
-            while (!mailbox_changed(&watch))
-                pthread_cond_wait(&pool->job_ready, &pool->lock);
-            atomic_store(&self->sleeping, false);
-            pthread_mutex_unlock(&pool->lock);
-        }
+        wait_until(pool, mailbox_changed, &watch, &self->sleeping,
+                   &pool->job_ready);
         if (atomic_load(&pool->stopping))
             break;
         watch.seen = atomic_load(&self->posted);
@@ -425,14 +436,8 @@ locus_status locus__pool_run(locus__pool *pool, int node_os_index,
         pthread_mutex_unlock(&pool->lock);
     }
     finished_watch watch = {pool, count};
-    if (!spin_until(job_finished, &watch)) {
-        pthread_mutex_lock(&pool->lock);
-        atomic_store(&pool->submitter_sleeping, true);
-        while (!job_finished(&watch))
-            pthread_cond_wait(&pool->job_done, &pool->lock);
-        atomic_store(&pool->submitter_sleeping, false);
-        pthread_mutex_unlock(&pool->lock);
-    }
+    wait_until(pool, job_finished, &watch, &pool->submitter_sleeping,
+               &pool->job_done);
     pthread_mutex_unlock(&pool->submit_lock);
     return LOCUS_SUCCESS;
 }
