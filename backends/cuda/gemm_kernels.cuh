@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(kGemmThreads, Mode == k3xTf32 ? 1 : 2)
         /* 3xtf32 sums each tile into a zeroed partial sum first, then adds
          * it to acc with a rounding FADD: the tensor cores' accumulation
          * truncates, and over a long k its bias would dominate the error
-         * (gemm_mma_async.cuh, AsyncShape). */
+         * (gemm_mma_async.cuh, mma_step). */
         float part[4][4][4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
