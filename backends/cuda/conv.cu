@@ -159,40 +159,95 @@ __global__ void krcs_kernel(const float *__restrict__ filter, Shape s,
  * for stride 1 is along the image row. */
 template <int BN, int BK, int Threads = kGemmThreads> struct ConvLoader {
     static constexpr int kVectors = BN * BK / 4 / Threads;
+    /* A thread's 4 columns j .. j + 3 are the same for all its vectors and
+     * at every k step (Threads is a multiple of BN / 4). */
+    static_assert(Threads % (BN / 4) == 0, "columns fixed per thread");
     const float *image;
     Shape s;
     int extent_mn, extent_k; /* P*Q, C*R*S */
     float4 reg[kVectors];
+    /* The cursor (the OpenCL backend's design, gemm.cl conv_cursor): hb
+     * and wb are the columns' p sh - ph and q sw - pw, a column past P Q
+     * having wb = W so that it reads as padding; each vector's depth row
+     * kk and its digits (c, r, s) advance by BK a step with carries, no
+     * division (dc, dr, ds: BK in those digits). next_k: the k0 the cursor
+     * is at; another k0 places it afresh. */
+    int hb[4], wb[4];
+    int kk[kVectors], c[kVectors], r[kVectors], sx[kVectors];
+    int dc, dr, ds, next_k;
 
-    /* A vector is 4 neighbouring columns j.. of one depth row kk: the
-     * depth's (c, r, s) and the first column's (p, q) cost a division
-     * each, the next columns step q (wrapping to the next p). */
-    __device__ __forceinline__ void load(size_t mn0, size_t k0)
+    __device__ __forceinline__ void place(size_t mn0, size_t k0)
+    {
+        const int j = (int)mn0 + (threadIdx.x % (BN / 4)) * 4;
+        int p = j / s.Q, q = j - p * s.Q;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const bool inside = j + e < extent_mn;
+            hb[e] = inside ? p * s.sh - s.ph : 0;
+            wb[e] = inside ? q * s.sw - s.pw : s.W;
+            if (++q == s.Q) {
+                q = 0;
+                p++;
+            }
+        }
+        const int rs_count = s.R * s.S;
+#pragma unroll
+        for (int v = 0; v < kVectors; v++) {
+            kk[v] = (int)k0 + (threadIdx.x + v * Threads) / (BN / 4);
+            c[v] = kk[v] / rs_count;
+            const int rs = kk[v] - c[v] * rs_count;
+            r[v] = rs / s.S;
+            sx[v] = rs - r[v] * s.S;
+        }
+        ds = BK % s.S;
+        dr = BK / s.S % s.R;
+        dc = BK / rs_count;
+        next_k = (int)k0;
+    }
+
+    /* kk += BK: each digit sum is below twice its radix, so one
+     * subtraction carries it. */
+    __device__ __forceinline__ void step()
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
-            const int idx = threadIdx.x + v * Threads;
-            const int kk = (int)k0 + idx / (BN / 4);
-            const int j = (int)mn0 + (idx % (BN / 4)) * 4;
+            int s2 = sx[v] + ds, r2 = r[v] + dr, c2 = c[v] + dc;
+            if (s2 >= s.S) {
+                s2 -= s.S;
+                r2++;
+            }
+            if (r2 >= s.R) {
+                r2 -= s.R;
+                c2++;
+            }
+            kk[v] += BK;
+            sx[v] = s2;
+            r[v] = r2;
+            c[v] = c2;
+        }
+        next_k += BK;
+    }
+
+    __device__ __forceinline__ void load(size_t mn0, size_t k0)
+    {
+        if (k0 == 0 || (int)k0 != next_k)
+            place(mn0, k0);
+#pragma unroll
+        for (int v = 0; v < kVectors; v++) {
             float value[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (kk < extent_k && j < extent_mn) {
-                const int rs_count = s.R * s.S;
-                const int c = kk / rs_count, rs = kk - c * rs_count;
-                const int r = rs / s.S, sx = rs - r * s.S;
-                int p = j / s.Q, q = j - p * s.Q;
+            if (kk[v] < extent_k) {
+                const float *plane = image + c[v] * (s.H * s.W);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    if (j + e < extent_mn)
-                        value[e] = padded(image, s, c, p * s.sh + r - s.ph,
-                                          q * s.sw + sx - s.pw);
-                    if (++q == s.Q) {
-                        q = 0;
-                        p++;
-                    }
+                    const int h = hb[e] + r[v], w = wb[e] + sx[v];
+                    if ((unsigned)h < (unsigned)s.H &&
+                        (unsigned)w < (unsigned)s.W)
+                        value[e] = __ldg(plane + h * s.W + w);
                 }
             }
             reg[v] = make_float4(value[0], value[1], value[2], value[3]);
         }
+        step();
     }
 
     template <int LDS> __device__ __forceinline__ void store(float *sm) const
