@@ -169,7 +169,7 @@ extern "C" const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g)
                           (batches < 65535 ? batches : 65535);
     switch (locus_cuda::choose_simt(g->m, blocks)) {
     case locus_cuda::kSimtShort:
-        return "simt fp32 64x128x8";
+        return "simt fp32 64x128x16";
     case locus_cuda::kSimtWide:
         return "simt fp32 128x128x8, 8x16 a thread";
     default:

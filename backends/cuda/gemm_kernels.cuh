@@ -10,7 +10,8 @@
  * entries (launched in slices of 65535, the grid's z limit).
  *
  * simt_kernel: FP32 on the CUDA cores. 128 x 128 block tile (64 x 128 with
- * 128 threads when m <= 64), k steps of 8, 256 threads in 2 x 4 warps of
+ * 128 threads and k steps of 16 when m <= 64), k steps of 8 (SimtShape),
+ * 256 threads in 2 x 4 warps of
  * 64 x 32, each thread 8 x 8 results as 2 x 2
  * blocks of 4 x 4 (rows ly*4 + {0, 32}, columns lx*4 + {0, 16} within its
  * warp tile): a warp's shared reads are then 8 (A) and 4 (B) distinct
@@ -53,27 +54,31 @@ constexpr int kMmaK = 16, kMmaLds = kTileM + 8;
  * convolutions with 64 filters would otherwise compute a 128-row tile of
  * which half is past the end. ColGroups: each thread's columns, in groups
  * of 4 spread by 16 (2: 8 x 8 results, warps of 64 x 32; 4: 8 x 16, warps
- * of 64 x 64, half the threads). */
-template <int TileM, int ColGroups> struct SimtShape {
+ * of 64 x 64, half the threads). K: the k step. 16 for the 64-row
+ * tile: implicit conv 3x3 64->64 at 56x56 batch 32 on the H200, 299 us
+ * against 317 at 8. At 16 the 128-row tiles spill (up to 132 bytes) and
+ * lose: 8192^3 at 40.7 against 43.3 TFLOP/s, conv 256->256 at 14x14 380
+ * against 366 us. */
+template <int TileM, int ColGroups, int K = kSimtK> struct SimtShape {
+    static constexpr int kK = K, kTileM = TileM, kColGroups = ColGroups;
     static constexpr int kWarpN = ColGroups * 16;
     static constexpr int kWarpsN = kTileN / kWarpN;
     static constexpr int kThreads = (TileM / 64) * kWarpsN * 32;
     static constexpr int kMinBlocks = 2;
 };
 
-template <class Problem, int TileM, int ColGroups>
-__global__ void __launch_bounds__(SimtShape<TileM, ColGroups>::kThreads,
-                                  SimtShape<TileM, ColGroups>::kMinBlocks)
+template <class Problem, class Shape, int TileM = Shape::kTileM>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     simt_kernel(const Problem p, size_t z_base)
 {
-    using Shape = SimtShape<TileM, ColGroups>;
     constexpr int kThreads = Shape::kThreads, kLdsA = TileM + 4;
+    constexpr int kK = Shape::kK, ColGroups = Shape::kColGroups;
     constexpr int kCols = ColGroups * 4;
-    __shared__ __align__(16) float As[2][kSimtK * kLdsA];
-    __shared__ __align__(16) float Bs[2][kSimtK * kSimtLds];
+    __shared__ __align__(16) float As[2][kK * kLdsA];
+    __shared__ __align__(16) float Bs[2][kK * kSimtLds];
     const size_t z = z_base + blockIdx.z;
-    auto la = p.template a_loader<TileM, kSimtK, kThreads>(z);
-    auto lb = p.template b_loader<kTileN, kSimtK, kThreads>(z);
+    auto la = p.template a_loader<TileM, kK, kThreads>(z);
+    auto lb = p.template b_loader<kTileN, kK, kThreads>(z);
     const size_t m0 = (size_t)blockIdx.y * TileM;
     const size_t n0 = (size_t)blockIdx.x * kTileN;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -92,16 +97,16 @@ __global__ void __launch_bounds__(SimtShape<TileM, ColGroups>::kThreads,
     la.template store<kLdsA>(As[0]);
     lb.template store<kSimtLds>(Bs[0]);
     __syncthreads();
-    const size_t tiles = (p.k + kSimtK - 1) / kSimtK;
+    const size_t tiles = (p.k + kK - 1) / kK;
     for (size_t t = 0; t < tiles; t++) {
         const int cur = (int)(t & 1);
         const bool more = t + 1 < tiles;
         if (more) {
-            la.load(m0, (t + 1) * kSimtK);
-            lb.load(n0, (t + 1) * kSimtK);
+            la.load(m0, (t + 1) * kK);
+            lb.load(n0, (t + 1) * kK);
         }
 #pragma unroll
-        for (int kk = 0; kk < kSimtK; kk++) {
+        for (int kk = 0; kk < kK; kk++) {
             const float *ar = As[cur] + kk * kLdsA + row_base;
             const float *br = Bs[cur] + kk * kSimtLds + col_base;
             float a[8], b[kCols];
@@ -141,11 +146,11 @@ __global__ void __launch_bounds__(SimtShape<TileM, ColGroups>::kThreads,
 }
 
 /* Launches simt_kernel with the tile height and column groups given. */
-template <class Problem, int TileM, int ColGroups>
+template <class Problem, int TileM, int ColGroups, int K = kSimtK>
 void launch_simt(const Problem &p, dim3 grid, size_t z, cudaStream_t stream)
 {
-    simt_kernel<Problem, TileM, ColGroups>
-        <<<grid, SimtShape<TileM, ColGroups>::kThreads, 0, stream>>>(p, z);
+    using Shape = SimtShape<TileM, ColGroups, K>;
+    simt_kernel<Problem, Shape><<<grid, Shape::kThreads, 0, stream>>>(p, z);
 }
 
 __device__ __forceinline__ uint32_t to_tf32(float x)
@@ -335,7 +340,8 @@ inline int sm_count()
 /* Which FP32 kernel a GEMM of m rows gets, given how many blocks of
  * 128 x 128 its first launch has. 64-row tiles where m <= 64. 8 x 16
  * results a thread where there are blocks enough for two an SM (4 warps
- * each): 0.76 against 0.72x cuBLAS at 4096 and 8192 on the H200; with
+ * each): 0.84-0.85x cuBLAS at 4096 and 8192 on the H200 (0.75-0.76
+ * before MatrixLoader's cursor); with
  * fewer, the 256-thread block's 8 warps hide more latency (implicit conv
  * 256->256 at 14x14 batch 32, 128 blocks: 0.37 ms, against 0.50 with
  * 64-row tiles and 0.60 with 8 x 16). */
@@ -368,7 +374,7 @@ cudaError_t launch_gemm(const Problem &p, int math, cudaStream_t stream)
         switch (math) {
         case kFp32:
             if (simt == kSimtShort)
-                launch_simt<Problem, 64, 2>(p, grid, z, stream);
+                launch_simt<Problem, 64, 2, 2 * kSimtK>(p, grid, z, stream);
             else if (simt == kSimtWide)
                 launch_simt<Problem, kTileM, 4>(p, grid, z, stream);
             else

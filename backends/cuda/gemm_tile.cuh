@@ -37,11 +37,22 @@ template <int BMN, int BK, bool KContig, int Threads = kGemmThreads>
 struct MatrixLoader {
     static constexpr int kVectors = BMN * BK / 4 / Threads;
     static_assert(kVectors * 4 * Threads == BMN * BK, "tile split");
+    /* A thread's vectors: KContig, rows mn + v * kSpread at the same k;
+     * else, depth rows kk + v * kSpread at the same mn. */
+    static constexpr int kSpread = KContig ? Threads / (BK / 4)
+                                           : Threads / (BMN / 4);
 
     const float *ptr;
     size_t ld, extent_mn, extent_k;
     bool vec;
     float4 reg[kVectors];
+    /* The cursor: this thread's first vector in the next tile, so that a
+     * whole tile costs a pointer increment, not 64-bit index arithmetic
+     * per vector. Every kernel loads the tiles in order, k0 = 0, BK,
+     * 2 BK, ..., and k0 == 0 places the cursor. whole_mn: every vector of
+     * the thread is inside the matrix along mn. */
+    const float *cursor;
+    bool whole_mn;
 
     __device__ __forceinline__ float at(size_t mn, size_t kk) const
     {
@@ -50,7 +61,39 @@ struct MatrixLoader {
         return KContig ? __ldg(ptr + mn * ld + kk) : __ldg(ptr + kk * ld + mn);
     }
 
+    __device__ __forceinline__ void place(size_t mn0, size_t k0)
+    {
+        if (KContig) {
+            const size_t mn = mn0 + threadIdx.x / (BK / 4);
+            const size_t kk = k0 + (threadIdx.x % (BK / 4)) * 4;
+            cursor = ptr + mn * ld + kk;
+            whole_mn = mn + (size_t)(kVectors - 1) * kSpread < extent_mn;
+        } else {
+            const size_t kk = k0 + threadIdx.x / (BMN / 4);
+            const size_t mn = mn0 + (threadIdx.x % (BMN / 4)) * 4;
+            cursor = ptr + kk * ld + mn;
+            whole_mn = mn + 3 < extent_mn;
+        }
+    }
+
     __device__ __forceinline__ void load(size_t mn0, size_t k0)
+    {
+        if (k0 == 0)
+            place(mn0, k0);
+        if (vec && whole_mn && k0 + BK <= extent_k) {
+#pragma unroll
+            for (int v = 0; v < kVectors; v++)
+                reg[v] = __ldg(reinterpret_cast<const float4 *>(
+                    cursor + (size_t)v * kSpread * ld));
+        } else {
+            load_edge(mn0, k0);
+        }
+        cursor += KContig ? (size_t)BK : BK * ld;
+    }
+
+    /* A tile at the matrix's edge, or an operand without 16-byte
+     * vectors: element by element where a vector is not whole. */
+    __device__ __forceinline__ void load_edge(size_t mn0, size_t k0)
     {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
