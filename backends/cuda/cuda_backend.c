@@ -212,6 +212,8 @@ static locus_status cuda_init(const locus_services *services, void *runtime,
         snprintf(device->version, sizeof device->version, "sm_%d%d, driver %s",
                  properties.major, properties.minor, driver_version);
         device->compute_units = properties.multiProcessorCount;
+        device->cc_major = properties.major;
+        device->cc_minor = properties.minor;
         device->memory_bytes = properties.totalGlobalMem;
         device->numa_mask = device_numa_mask(state, ordinal, &properties);
         services->log(runtime, LOCUS_LOG_DEBUG,

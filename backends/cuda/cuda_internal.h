@@ -25,6 +25,7 @@ typedef struct cuda_device {
     char name[128];
     char version[64];
     int compute_units;
+    int cc_major, cc_minor; /* compute capability */
     uint64_t memory_bytes;
     uint64_t numa_mask;
 

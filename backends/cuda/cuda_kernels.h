@@ -62,6 +62,27 @@ cudaError_t locus__cuda_gemm_run(const locus__cuda_gemm *g,
 /* The kernel a call would use, for the record ("simt 128x128", ...). */
 const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g);
 
+/* ---- gemm on Hopper: wgmma + TMA (gemm_wgmma.cu, sm_90a only) ---- */
+
+/* Built only with LOCUS_CUDA_WGMMA (meson.build: CUDA 12.0 or newer). The
+ * caller must also check that the device has compute capability 9.0, the
+ * only one sm_90a code runs on. */
+#ifdef LOCUS_CUDA_WGMMA
+/* Nonzero when the path covers g: math tf32, unbatched, sizes within its
+ * 32-bit coordinates. */
+int locus__cuda_wgmma_applies(const locus__cuda_gemm *g);
+/* Device workspace the path needs for g (0: none): operands that are not
+ * K-major (A transposed, B not) or not 16-byte aligned for TMA are first
+ * packed there. Only valid where locus__cuda_wgmma_applies(g). */
+size_t locus__cuda_wgmma_workspace_bytes(const locus__cuda_gemm *g);
+/* g through the wgmma kernel (plus its packing kernels), with workspace
+ * of at least locus__cuda_wgmma_workspace_bytes(g) bytes. */
+cudaError_t locus__cuda_wgmma_run(const locus__cuda_gemm *g, void *workspace,
+                                  size_t workspace_bytes, cudaStream_t stream);
+/* The kernel's name for the record. */
+const char *locus__cuda_wgmma_kernel_name(void);
+#endif
+
 /* ---- conv2d lowering and implicit GEMM (conv.cu) ---- */
 
 typedef struct locus__cuda_conv {

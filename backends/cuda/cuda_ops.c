@@ -131,6 +131,42 @@ end:
     return status;
 }
 
+#ifdef LOCUS_CUDA_WGMMA
+/* The Hopper kernel (gemm_wgmma.cu) takes tf32 on compute capability 9.0
+ * exactly (its sm_90a code runs on no other GPU); everything else, and
+ * every batched call (the conv path's), keeps locus__cuda_gemm_run. */
+static int uses_wgmma(const cuda_device *device, const locus__cuda_gemm *g)
+{
+    return device->cc_major == 9 && device->cc_minor == 0 &&
+           g->math == LOCUS_MATH_TF32 && locus__cuda_wgmma_applies(g);
+}
+
+/* Enqueues g through the wgmma path, with the device workspace for the
+ * operands it packs first (transposed A, untransposed B, or unaligned). */
+static locus_status run_wgmma(const cuda_state *state, size_t index,
+                              const cuda_device *device,
+                              const locus__cuda_gemm *g, locus_op_context *op)
+{
+    const size_t bytes = locus__cuda_wgmma_workspace_bytes(g);
+    void *workspace = NULL;
+    if (bytes > 0) {
+        locus_status status =
+            locus__cuda_workspace(state, index, bytes, &workspace);
+        if (status != LOCUS_SUCCESS)
+            return status;
+    }
+    if (op != NULL && op->record != NULL)
+        op->record->workspace_bytes = bytes;
+    cudaError_t err =
+        locus__cuda_wgmma_run(g, workspace, bytes, device->stream);
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err,
+                                "gemm launch %zux%zux%zu (%s)", g->m, g->n,
+                                g->k, locus__cuda_wgmma_kernel_name());
+    return LOCUS_SUCCESS;
+}
+#endif
+
 /* The grid covers m in 65535 tiles of 128 rows. */
 #define GEMM_MAX_M ((size_t)65535 * 128)
 
@@ -172,15 +208,25 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
     status = locus__cuda_begin(state, index, &device);
     if (status != LOCUS_SUCCESS)
         return status;
-    cudaError_t err = locus__cuda_gemm_run(&g, device->stream);
-    if (err != cudaSuccess)
-        status = locus__cuda_fail(
-            state, index, err, "gemm launch %zux%zux%zu (%s)", desc->m, desc->n,
-            desc->k, locus__cuda_gemm_kernel_name(&g));
-    else
+    const char *kernel = NULL;
+#ifdef LOCUS_CUDA_WGMMA
+    if (uses_wgmma(device, &g)) {
+        kernel = locus__cuda_wgmma_kernel_name();
+        status = run_wgmma(state, index, device, &g, op);
+    }
+#endif
+    if (kernel == NULL) {
+        kernel = locus__cuda_gemm_kernel_name(&g);
+        cudaError_t err = locus__cuda_gemm_run(&g, device->stream);
+        if (err != cudaSuccess)
+            status = locus__cuda_fail(state, index, err,
+                                      "gemm launch %zux%zux%zu (%s)", desc->m,
+                                      desc->n, desc->k, kernel);
+    }
+    if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "gemm");
     if (status == LOCUS_SUCCESS)
-        locus__cuda_set_algorithm(op, locus__cuda_gemm_kernel_name(&g));
+        locus__cuda_set_algorithm(op, kernel);
     locus__cuda_end(device);
     return status;
 }
