@@ -170,11 +170,11 @@ template <int BN, int BK, int Threads = kGemmThreads> struct ConvLoader {
      * and wb are the columns' p sh - ph and q sw - pw, a column past P Q
      * having wb = W so that it reads as padding; each vector's depth row
      * kk and its digits (c, r, s) advance by BK a step with carries, no
-     * division (dc, dr, ds: BK in those digits). next_k: the k0 the cursor
-     * is at; another k0 places it afresh. */
+     * division (dc, dr, ds: BK in those digits). begin places it at the
+     * first tile; load then takes the tiles in order. */
     int hb[4], wb[4];
     int kk[kVectors], c[kVectors], r[kVectors], sx[kVectors];
-    int dc, dr, ds, next_k;
+    int dc, dr, ds;
 
     __device__ __forceinline__ void place(size_t mn0, size_t k0)
     {
@@ -202,7 +202,6 @@ template <int BN, int BK, int Threads = kGemmThreads> struct ConvLoader {
         ds = BK % s.S;
         dr = BK / s.S % s.R;
         dc = BK / rs_count;
-        next_k = (int)k0;
     }
 
     /* kk += BK: each digit sum is below twice its radix, so one
@@ -225,13 +224,16 @@ template <int BN, int BK, int Threads = kGemmThreads> struct ConvLoader {
             r[v] = r2;
             c[v] = c2;
         }
-        next_k += BK;
     }
 
-    __device__ __forceinline__ void load(size_t mn0, size_t k0)
+    __device__ __forceinline__ void begin(size_t mn0, size_t k0)
     {
-        if (k0 == 0 || (int)k0 != next_k)
-            place(mn0, k0);
+        place(mn0, k0);
+        load(mn0, k0);
+    }
+
+    __device__ __forceinline__ void load(size_t, size_t)
+    {
 #pragma unroll
         for (int v = 0; v < kVectors; v++) {
             float value[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -268,6 +270,12 @@ struct ConvProblem {
     Shape s;
     size_t m, n, k, batches;
     bool vec_filter, vec_out;
+    unsigned splits; /* 1, or 2: k in halves adding into a zeroed output */
+
+    __host__ __device__ unsigned k_splits() const
+    {
+        return splits;
+    }
 
     template <int BM, int BK, int Threads = kGemmThreads>
     __device__ __forceinline__ MatrixLoader<BM, BK, true, Threads>
@@ -304,9 +312,24 @@ struct ConvProblem {
         e.alpha = 1.0f;
         e.beta = 0.0f;
         e.vec = vec_out;
+        e.add = splits > 1;
         return e;
     }
 };
+
+/* 2 where the FP32 grid of 128-row tiles has fewer blocks than the GPU
+ * has SMs and k is long: the halves of k then run as two blocks, two an
+ * SM, where one block an SM hid too little latency. 3x3 256->256 at 14x14
+ * batch 32 on the H200 (128 blocks, k 2304): 313 us against 366 whole. */
+unsigned conv_k_splits(const ConvProblem &p, int math)
+{
+    const size_t blocks =
+        (p.m + kTileM - 1) / kTileM * ((p.n + kTileN - 1) / kTileN) * p.batches;
+    return math == kFp32 && p.m > 64 && p.k >= 1024 &&
+                   blocks < (size_t)sm_count()
+               ? 2
+               : 1;
+}
 
 bool aligned16(const void *p)
 {
@@ -401,5 +424,12 @@ extern "C" cudaError_t locus__cuda_conv_implicit(const locus__cuda_conv *cv,
     p.batches = cv->batch;
     p.vec_filter = locus_cuda::aligned16(filter) && p.k % 4 == 0;
     p.vec_out = locus_cuda::aligned16(output) && p.n % 4 == 0;
+    p.splits = locus_cuda::conv_k_splits(p, cv->math);
+    if (p.splits > 1) {
+        const cudaError_t err = cudaMemsetAsync(
+            output, 0, p.m * p.n * p.batches * sizeof(float), stream);
+        if (err != cudaSuccess)
+            return err;
+    }
     return locus_cuda::launch_gemm(p, cv->math, stream);
 }

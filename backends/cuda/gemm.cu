@@ -76,6 +76,12 @@ template <bool TransA, bool TransB> struct GemmProblem {
         return OperandView{b + offset(b_stride, z), ldb, n, k};
     }
 
+    /* A GEMM's k is never split: beta may read C. */
+    __host__ __device__ static constexpr unsigned k_splits()
+    {
+        return 1;
+    }
+
     __device__ __forceinline__ Epilogue epilogue(size_t z) const
     {
         Epilogue e;

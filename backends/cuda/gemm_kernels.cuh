@@ -3,7 +3,8 @@
  * tiles come from and where the result goes (gemm.cu: plain and batched
  * GEMM in the four transpose cases; conv.cu: implicit-GEMM convolution).
  *
- * A Problem has m, n, k, batches, and device functions
+ * A Problem has m, n, k, batches, k_splits() (1, or 2 to split k in two
+ * halves, FP32 only: launch_gemm), and device functions
  *   a_loader<BM, BK>(z), b_loader<BN, BK>(z)  tile loaders (gemm_tile.cuh)
  *   epilogue(z)                               the result's Epilogue
  * for batch entry z. Grid: x over n tiles, y over m tiles, z over batch
@@ -76,7 +77,16 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     constexpr int kCols = ColGroups * 4;
     __shared__ __align__(16) float As[2][kK * kLdsA];
     __shared__ __align__(16) float Bs[2][kK * kSimtLds];
-    const size_t z = z_base + blockIdx.z;
+    /* blockIdx.z: batch entry and, with split k, the part of k. */
+    const unsigned splits = p.k_splits();
+    const size_t z = z_base + blockIdx.z / splits;
+    const size_t tiles_all = (p.k + kK - 1) / kK;
+    const size_t per_split = (tiles_all + splits - 1) / splits;
+    const size_t t_begin = (blockIdx.z % splits) * per_split;
+    const size_t t_end =
+        t_begin + per_split < tiles_all ? t_begin + per_split : tiles_all;
+    if (t_begin >= t_end)
+        return; /* a part past the end of a short k: nothing to add */
     auto la = p.template a_loader<TileM, kK, kThreads>(z);
     auto lb = p.template b_loader<kTileN, kK, kThreads>(z);
     const size_t m0 = (size_t)blockIdx.y * TileM;
@@ -92,15 +102,14 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
         for (int j = 0; j < kCols; j++)
             acc[i][j] = 0.0f;
 
-    la.load(m0, 0);
-    lb.load(n0, 0);
+    la.begin(m0, t_begin * kK);
+    lb.begin(n0, t_begin * kK);
     la.template store<kLdsA>(As[0]);
     lb.template store<kSimtLds>(Bs[0]);
     __syncthreads();
-    const size_t tiles = (p.k + kK - 1) / kK;
-    for (size_t t = 0; t < tiles; t++) {
-        const int cur = (int)(t & 1);
-        const bool more = t + 1 < tiles;
+    for (size_t t = t_begin; t < t_end; t++) {
+        const int cur = (int)((t - t_begin) & 1);
+        const bool more = t + 1 < t_end;
         if (more) {
             la.load(m0, (t + 1) * kK);
             lb.load(n0, (t + 1) * kK);
@@ -203,8 +212,8 @@ __global__ void __launch_bounds__(kGemmThreads, Mode == k3xTf32 ? 1 : 2)
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0.0f;
 
-    la.load(m0, 0);
-    lb.load(n0, 0);
+    la.begin(m0, 0);
+    lb.begin(n0, 0);
     la.template store<kMmaLds>(As[0]);
     lb.template store<kMmaLds>(Bs[0]);
     __syncthreads();
@@ -354,23 +363,31 @@ inline SimtVariant choose_simt(size_t m, size_t blocks)
     return blocks >= 2 * (size_t)sm_count() ? kSimtWide : kSimtNarrow;
 }
 
-/* Launches the kernel of `math` over the problem's tiles and batches. */
+/* Launches the kernel of `math` over the problem's tiles and batches.
+ * A problem whose k_splits() is 2 (FP32 only) gets twice the blocks along
+ * z, one per half of k, adding into a C it has zeroed (Epilogue::add). */
 template <class Problem>
 cudaError_t launch_gemm(const Problem &p, int math, cudaStream_t stream)
 {
-    const size_t first_slice = p.batches < 65535 ? p.batches : 65535;
+    const unsigned splits = p.k_splits();
+    if (splits != 1 && (math != kFp32 || splits != 2))
+        return cudaErrorInvalidValue;
+    const size_t per_launch = 65535 / splits; /* the grid's z limit */
+    const size_t first_slice = p.batches < per_launch ? p.batches : per_launch;
     const SimtVariant simt = choose_simt(
         p.m, (p.m + kTileM - 1) / kTileM * ((p.n + kTileN - 1) / kTileN) *
-                 first_slice);
+                 first_slice * splits);
     const bool short_tile = math == kFp32 && simt == kSimtShort;
     const size_t tile_m = short_tile ? 64 : kTileM; /* 64: choose_simt */
     const size_t tiles_m = (p.m + tile_m - 1) / tile_m;
     const size_t tiles_n = (p.n + kTileN - 1) / kTileN;
     if (tiles_m > 65535 || tiles_n > 0x7fffffffu || p.batches == 0)
         return cudaErrorInvalidValue;
-    for (size_t z = 0; z < p.batches; z += 65535) {
-        const size_t slice = p.batches - z < 65535 ? p.batches - z : 65535;
-        const dim3 grid((unsigned)tiles_n, (unsigned)tiles_m, (unsigned)slice);
+    for (size_t z = 0; z < p.batches; z += per_launch) {
+        const size_t slice =
+            p.batches - z < per_launch ? p.batches - z : per_launch;
+        const dim3 grid((unsigned)tiles_n, (unsigned)tiles_m,
+                        (unsigned)(slice * splits));
         switch (math) {
         case kFp32:
             if (simt == kSimtShort)

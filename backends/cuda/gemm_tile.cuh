@@ -48,9 +48,9 @@ struct MatrixLoader {
     float4 reg[kVectors];
     /* The cursor: this thread's first vector in the next tile, so that a
      * whole tile costs a pointer increment, not 64-bit index arithmetic
-     * per vector. Every kernel loads the tiles in order, k0 = 0, BK,
-     * 2 BK, ..., and k0 == 0 places the cursor. whole_mn: every vector of
-     * the thread is inside the matrix along mn. */
+     * per vector. begin places it at the first tile and loads that; load
+     * then takes the tiles in order, k0 rising by BK. whole_mn: every
+     * vector of the thread is inside the matrix along mn. */
     const float *cursor;
     bool whole_mn;
 
@@ -76,10 +76,14 @@ struct MatrixLoader {
         }
     }
 
+    __device__ __forceinline__ void begin(size_t mn0, size_t k0)
+    {
+        place(mn0, k0);
+        load(mn0, k0);
+    }
+
     __device__ __forceinline__ void load(size_t mn0, size_t k0)
     {
-        if (k0 == 0)
-            place(mn0, k0);
         if (vec && whole_mn && k0 + BK <= extent_k) {
 #pragma unroll
             for (int v = 0; v < kVectors; v++)
@@ -143,12 +147,17 @@ struct MatrixLoader {
 };
 
 /* C = alpha * acc + beta * C on the m x n result; beta == 0: C not read,
- * so NaN or garbage there does not propagate. */
+ * so NaN or garbage there does not propagate. With `add`, C += alpha * acc
+ * by atomic adds instead (beta unused): the two halves of a k split into
+ * a C zeroed first. Two addends onto zero give the same bits in either
+ * order, (0 + x) + y = x + y = y + x, so the result stays deterministic;
+ * with three it would not. */
 struct Epilogue {
     float *c;
     size_t ldc, m, n;
     float alpha, beta;
-    bool vec; /* c 16-byte aligned, ldc a multiple of 4 */
+    bool vec;         /* c 16-byte aligned, ldc a multiple of 4 */
+    bool add = false; /* atomic C += alpha * acc (split k) */
 
     __device__ __forceinline__ void store(size_t row, size_t col,
                                           float value) const
@@ -157,6 +166,10 @@ struct Epilogue {
             return;
         float *p = c + row * ldc + col;
         float result = alpha * value;
+        if (add) {
+            atomicAdd(p, result);
+            return;
+        }
         if (beta != 0.0f)
             result = fmaf(beta, *p, result);
         *p = result;
@@ -170,7 +183,7 @@ struct Epilogue {
     {
         if (row >= m)
             return;
-        if (vec && col + 1 < n) {
+        if (vec && !add && col + 1 < n) {
             float2 *p = reinterpret_cast<float2 *>(c + row * ldc + col);
             float2 result = make_float2(alpha * x, alpha * y);
             if (beta != 0.0f) {
@@ -190,7 +203,7 @@ struct Epilogue {
     {
         if (row >= m)
             return;
-        if (vec && col + 3 < n) {
+        if (vec && !add && col + 3 < n) {
             float4 *p = reinterpret_cast<float4 *>(c + row * ldc + col);
             float4 result = make_float4(alpha * value.x, alpha * value.y,
                                         alpha * value.z, alpha * value.w);

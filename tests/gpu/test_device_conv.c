@@ -265,11 +265,14 @@ int main(void)
                 }
     /* Vector paths (sizes multiples of 4) and a real channel count; more
      * than 64 filters (the GPU kernels' 128-row tiles, 64-row ones below),
-     * depths and positions off the tiles. */
+     * depths and positions off the tiles. The last: a depth of 1170 on a
+     * grid of two blocks, which CUDA's FP32 implicit GEMM splits in two
+     * halves of k adding into the output (conv.cu, conv_k_splits). */
     const conv_case larger[] = {
         {2, 32, 28, 28, 64, 3, 1, 1}, {2, 16, 8, 8, 32, 1, 1, 0},
         {3, 8, 32, 32, 16, 7, 2, 3},  {2, 19, 10, 9, 130, 3, 1, 1},
         {2, 5, 17, 15, 96, 5, 2, 2},  {1, 8, 12, 12, 65, 1, 1, 0},
+        {2, 130, 9, 7, 100, 3, 1, 1},
     };
     for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++)
         check_case(context, gpu, &larger[i], 1);
