@@ -8,8 +8,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "cpu_internal.h"
 #include "record.h"
 #include "scheduler.h"
 #include "status.h"
@@ -21,6 +23,12 @@
 #define SAMPLES 3
 #define LAUNCH_SAMPLES 15
 #define MAX_FILE_BYTES 8192
+/* The wake-up: an op after this long idle finds the pool's workers asleep
+ * (they spin 50 us, pool.c) and their cores in deep idle states, which
+ * take about a millisecond to reach (on the H200 host a 4 MiB reduce took
+ * 13-30 us back to back, 47 us after 100 us idle, 174 us after 1 ms). */
+#define WAKE_IDLE_SECONDS 2e-3
+#define WAKE_SAMPLES 15
 
 const char *locus__rates_source_str(locus__rates_source source)
 {
@@ -37,17 +45,30 @@ const char *locus__rates_source_str(locus__rates_source source)
     return "none";
 }
 
+bool locus__runs_on_pool(const locus_device *device)
+{
+    return strcmp(device->backend->name, "cpu") == 0;
+}
+
 void locus__nominal_rates(const locus_device *device, locus__rates *rates)
 {
     int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
     bool is_cuda = strcmp(device->backend->name, "cuda") == 0;
     if (device->backend->table->host_memory) {
+        /* The wake-up: about what waking the 16 workers of the H200 host
+         * added to an op after a millisecond idle (a 4 MiB reduce took
+         * 174-192 us, 13-30 us back to back); the 2-core VM measures
+         * 50-70 us. Leaving it out would have the nominal model keep
+         * every mid-size op on the CPU after a pause, which is where the
+         * scheduler's worst regret came from (docs/PERFORMANCE.md). */
         *rates = (locus__rates){.launch_seconds = 5e-6,
                                 .gemm_fixed_seconds = 20e-6,
                                 .gemm_flops = 8e9 * units,
                                 .conv_fixed_seconds = 20e-6,
                                 .conv_flops = 4e9 * units,
-                                .reduce_bytes = 10e9};
+                                .reduce_bytes = 10e9,
+                                .wake_seconds =
+                                    locus__runs_on_pool(device) ? 100e-6 : 0};
     } else if (device->info.kind == LOCUS_DEVICE_GPU) {
         double launch = is_cuda ? 10e-6 : 30e-6;
         double flops = (is_cuda ? 128e9 : 64e9) * units;
@@ -217,6 +238,45 @@ static locus_status measure_launch(locus_context *context, locus_device *device,
                      &rates->launch_seconds);
     locus_buffer_destroy(args.x);
     return status;
+}
+
+/* Sleeps the calling thread, resuming after a signal. */
+static void idle(double seconds)
+{
+    struct timespec left = {(time_t)seconds,
+                            (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+}
+
+/* What an op pays when the pool's workers are asleep: the robust mean of
+ * a reduce run after WAKE_IDLE_SECONDS idle, less that of the same reduce
+ * back to back (workers spinning). The reduce is the smallest the CPU
+ * backend hands to the pool (smaller ones run on the calling thread and
+ * wake nothing), so what differs is the wake-up, not the reading. */
+static locus_status measure_wake(locus_context *context, locus_device *device,
+                                 locus__rates *rates)
+{
+    reduce_args args = {NULL, LOCUS__CPU_INLINE_BYTES / sizeof(float)};
+    locus_status status = make_buffer(context, args.count, &args.x);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    double hot = 0, cold[WAKE_SAMPLES];
+    status = time_op(context, device, run_reduce, &args, LAUNCH_SAMPLES, &hot);
+    for (size_t i = 0; i < WAKE_SAMPLES && status == LOCUS_SUCCESS; i++) {
+        idle(WAKE_IDLE_SECONDS);
+        double started = locus__now_seconds();
+        status = run_reduce(context, device, &args);
+        cold[i] = locus__now_seconds() - started;
+    }
+    locus_buffer_destroy(args.x);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    /* A machine whose cores do not sleep deeply (or a noisy run) may find
+     * no difference at all: no wake-up then, never a negative one. */
+    double extra = locus__robust_mean(cold, WAKE_SAMPLES) - hot;
+    rates->wake_seconds = extra > 0 ? extra : 0;
+    return LOCUS_SUCCESS;
 }
 
 /* Larger device memories get larger probes, up to 256 MiB: beyond the last
@@ -449,6 +509,8 @@ static locus_status measure(locus_context *context, locus_device *device,
         status = measure_launch(context, device, &measured);
         if (status == LOCUS_SUCCESS)
             status = measure_reduce(context, device, &measured);
+        if (status == LOCUS_SUCCESS && locus__runs_on_pool(device))
+            status = measure_wake(context, device, &measured);
     }
     if (status == LOCUS_SUCCESS && locus__device_offers(device, LOCUS__OP_GEMM))
         status = sweep(context, device, "gemm", gemm_shape, run_gemm,
@@ -659,13 +721,14 @@ static void settle(locus_context *context, locus_device *device,
                "%s rates (%s): launch %.1f us, gemm %.1f GFLOP/s + %.1f us, "
                "conv %.1f GFLOP/s + %.1f us, reduce %.1f GB/s, upload %.1f "
                "GB/s (pinned %.1f), download %.1f GB/s, copy latency %.1f "
-               "us",
+               "us, wake-up %.1f us",
                device->info.selector, locus__rates_source_str(source),
                r->launch_seconds * 1e6, r->gemm_flops * 1e-9,
                r->gemm_fixed_seconds * 1e6, r->conv_flops * 1e-9,
                r->conv_fixed_seconds * 1e6, r->reduce_bytes * 1e-9,
                r->upload_pageable_bytes * 1e-9, r->upload_pinned_bytes * 1e-9,
-               r->download_bytes * 1e-9, r->transfer_seconds * 1e6);
+               r->download_bytes * 1e-9, r->transfer_seconds * 1e6,
+               r->wake_seconds * 1e6);
     __atomic_store_n(&device->rates_source, (int)source, __ATOMIC_RELEASE);
 }
 
@@ -735,11 +798,15 @@ LOCUS_API locus_status locus_device_calibration(locus_device *device,
     if (!device || !out)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
                            !device ? "device" : "out");
-    if (out->struct_size < sizeof *out)
+    /* A caller built before wake_seconds was appended gets the fields it
+     * knows. */
+    if (out->struct_size < offsetof(locus_calibration, wake_seconds))
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "calibration struct_size %zu: call "
                            "locus_calibration_init first",
                            out->struct_size);
+    size_t size =
+        out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
     locus_context *context = device->context;
     if (remeasure) {
         locus_status status = locus__calibrate(context, device);
@@ -747,20 +814,24 @@ LOCUS_API locus_status locus_device_calibration(locus_device *device,
             return status;
     }
     const locus__rates *r = locus__device_rates(context, device);
-    locus_calibration_init(out);
-    snprintf(out->source, sizeof out->source, "%s",
+    locus_calibration c;
+    locus_calibration_init(&c);
+    snprintf(c.source, sizeof c.source, "%s",
              locus__rates_source_str((locus__rates_source)__atomic_load_n(
                  &device->rates_source, __ATOMIC_ACQUIRE)));
-    out->launch_seconds = r->launch_seconds;
-    out->gemm_fixed_seconds = r->gemm_fixed_seconds;
-    out->gemm_flops_per_second = r->gemm_flops;
-    out->conv_fixed_seconds = r->conv_fixed_seconds;
-    out->conv_flops_per_second = r->conv_flops;
-    out->reduce_bytes_per_second = r->reduce_bytes;
-    out->upload_pageable_bytes_per_second = r->upload_pageable_bytes;
-    out->upload_pinned_bytes_per_second = r->upload_pinned_bytes;
-    out->download_pinned_bytes_per_second = r->download_pinned_bytes;
-    out->download_bytes_per_second = r->download_bytes;
-    out->copy_latency_seconds = r->transfer_seconds;
+    c.launch_seconds = r->launch_seconds;
+    c.gemm_fixed_seconds = r->gemm_fixed_seconds;
+    c.gemm_flops_per_second = r->gemm_flops;
+    c.conv_fixed_seconds = r->conv_fixed_seconds;
+    c.conv_flops_per_second = r->conv_flops;
+    c.reduce_bytes_per_second = r->reduce_bytes;
+    c.upload_pageable_bytes_per_second = r->upload_pageable_bytes;
+    c.upload_pinned_bytes_per_second = r->upload_pinned_bytes;
+    c.download_pinned_bytes_per_second = r->download_pinned_bytes;
+    c.download_bytes_per_second = r->download_bytes;
+    c.copy_latency_seconds = r->transfer_seconds;
+    c.wake_seconds = r->wake_seconds;
+    c.struct_size = size;
+    memcpy(out, &c, size);
     return LOCUS_SUCCESS;
 }

@@ -29,6 +29,12 @@ locus_status locus__calibrate(locus_context *context, locus_device *device);
  * that device's figures while the calibration lock is held). */
 bool locus__calibrating(void);
 
+/* Whether the device's ops run on the context's worker pool, and so may
+ * pay its wake-up (locus__rates.wake_seconds): the CPU backend's do
+ * (services->run); a module computing on host memory has threads of its
+ * own, or none. */
+bool locus__runs_on_pool(const locus_device *device);
+
 /* Nominal figures by kind of device, for LOCUS_CALIBRATION=nominal. */
 void locus__nominal_rates(const locus_device *device, locus__rates *rates);
 

@@ -8,7 +8,10 @@
 
 #include "status.h"
 
-#define MAGIC_LINE "locus-calibration 3\n"
+/* The format's version: raised whenever the fields change, so that a file
+ * of an older Locus is refused at its first line ("damaged", measured
+ * again) rather than trusted with a figure missing. 4: wake_seconds. */
+#define MAGIC_LINE "locus-calibration 4\n"
 #define CHECKSUM_WORD "checksum "
 
 /* Each field with the range a real measurement can fall in: a value outside
@@ -38,6 +41,9 @@ static const field_rule fields[] = {
     FIELD(download_bytes, 1e3, 1e15, true),
     FIELD(transfer_seconds, 1e-9, 10.0, true),
     FIELD(download_pinned_bytes, 1e3, 1e15, true),
+    /* Zero where no pool wakes (any device but the CPU's); a wake-up of
+     * over a second is no wake-up but a damaged file. */
+    FIELD(wake_seconds, 1e-9, 1.0, true),
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

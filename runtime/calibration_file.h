@@ -25,6 +25,10 @@ typedef struct locus__rates {
     double download_bytes;        /* device -> host into ordinary memory */
     double transfer_seconds;      /* the latency of one small copy */
     double download_pinned_bytes; /* device -> host into pinned memory */
+    /* What an op on the worker pool pays on top when the workers are
+     * asleep (idle past their spin): waking them, from deep idle states.
+     * 0 for a device whose ops do not run on the pool. */
+    double wake_seconds;
 } locus__rates;
 
 /* FNV-1a over [text, text + length): the file's checksum, and the hash

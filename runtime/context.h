@@ -32,10 +32,10 @@ struct locus_device {
 };
 
 /* The scheduler's last automatic choice for one kind of op, and what it
- * depended on (sched.c): the model is a function of these alone once the
- * devices are calibrated, so the same question gets the answer again
- * without weighing every device, which after GPU work has cooled the
- * caches costs microseconds, as much as a tiny op. */
+ * depended on (sched.c): the model is a function of these alone (the
+ * pool's sleep among them) once the devices are calibrated, so the same
+ * question gets the answer again without weighing every device, which after GPU
+ * work has cooled the caches costs microseconds, as much as a tiny op. */
 #define LOCUS__MEMO_INPUTS 3
 typedef struct locus__choice_memo {
     bool valid;
@@ -43,6 +43,7 @@ typedef struct locus__choice_memo {
     size_t input_count;
     uint64_t masks[LOCUS__MEMO_INPUTS];
     size_t sizes[LOCUS__MEMO_INPUTS];
+    uint64_t asleep; /* devices whose pool workers were asleep */
     size_t count;
     locus_device *device;
     double estimated_seconds;

@@ -40,6 +40,11 @@ locus_status locus__pool_run(locus__pool *pool, int node_os_index,
                              locus_worker_fn fn, void *arg);
 void locus__pool_split(size_t total, size_t align, int rank, int ranks,
                        size_t *begin, size_t *end);
+/* Whether a job on the workers of a node (-1: all) would find one of them
+ * asleep for a millisecond or more, and so pay its full wake-up (the cost
+ * model's wake term, sched.c). Cheap: a load of each such worker's flag,
+ * and a clock read only when one is asleep. */
+bool locus__pool_asleep(const locus__pool *pool, int node_os_index);
 /* The pool index of the calling thread, -1 when it is not a worker. */
 int locus__pool_current_worker(void);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "calibration.h"
+#include "cpu_internal.h"
 #include "device.h"
 #include "status.h"
 
@@ -113,11 +114,67 @@ static double transfer_seconds(locus_context *context, locus_device *device,
     return seconds;
 }
 
+/* Whether an op of this cost goes to the pool when it runs on the CPU:
+ * the CPU backend runs a job below its inline thresholds on the calling
+ * thread (cpu_internal.h: a reduce by its bytes, gemm and conv2d by their
+ * flops), which wakes nobody. */
+static bool uses_pool(const locus__op_cost *cost)
+{
+    if (cost->op == LOCUS__OP_REDUCE)
+        return cost->bytes >= (double)LOCUS__CPU_INLINE_BYTES;
+    return cost->flops >= LOCUS__CPU_INLINE_FLOPS;
+}
+
+/* The pool workers a CPU device's ops run on, numbered as the CPU backend
+ * numbers its devices (locus__cpu_device_workers): device 0 on every
+ * worker, device k on those of the k-th NUMA node. */
+static int pool_node(const locus_context *context, const locus_device *device)
+{
+    size_t k = device->index_in_backend;
+    if (k == 0 || k > (size_t)context->topology.node_count)
+        return -1;
+    return context->topology.nodes[k - 1].os_index;
+}
+
+static uint64_t ordinal_bit(const locus_device *device)
+{
+    return UINT64_C(1) << device->ordinal;
+}
+
+/* Bit per device ordinal: the devices whose pool workers an op of this
+ * cost would have to wake now. Read once per decision, so that the
+ * estimates, the record, the explanation and the memo's key agree even
+ * when a worker falls asleep meanwhile. */
+static uint64_t asleep_devices(locus_context *context,
+                               const locus__op_cost *cost)
+{
+    uint64_t asleep = 0;
+    if (!uses_pool(cost))
+        return 0;
+    for (size_t d = 0; d < context->device_count; d++) {
+        const locus_device *device = &context->devices[d];
+        if (locus__runs_on_pool(device) &&
+            locus__pool_asleep(context->pool, pool_node(context, device)))
+            asleep |= ordinal_bit(device);
+    }
+    return asleep;
+}
+
+/* What waking the device's pool workers adds, given the decision's look
+ * at them: a job waits for its slowest rank, and a sleeping worker's core
+ * may be in a deep idle state (calibrated: wake_seconds). */
+static double wake_term(const locus__rates *rates, const locus_device *device,
+                        uint64_t asleep)
+{
+    return (asleep & ordinal_bit(device)) ? rates->wake_seconds : 0;
+}
+
 /* launch + max(compute, memory) + copies in of stale inputs, + the copy
  * out of the result when every input came from the host: data that starts
- * on the host goes back there, and a device must earn that trip too. */
-double locus__sched_estimate(locus_context *context, locus_device *device,
-                             const locus__op_cost *cost)
+ * on the host goes back there, and a device must earn that trip too; +
+ * the wake-up of the pool's workers when they are asleep. */
+static double estimate(locus_context *context, locus_device *device,
+                       const locus__op_cost *cost, uint64_t asleep)
 {
     const locus__rates *rates = locus__device_rates(context, device);
     double memory = cost->bytes / rates->reduce_bytes;
@@ -144,7 +201,17 @@ double locus__sched_estimate(locus_context *context, locus_device *device,
         seconds +=
             rates->transfer_seconds +
             cost->output_bytes / download_rate(rates, cost->output_bytes);
-    return seconds;
+    return seconds + wake_term(rates, device, asleep);
+}
+
+double locus__sched_estimate(locus_context *context, locus_device *device,
+                             const locus__op_cost *cost)
+{
+    uint64_t asleep = 0;
+    if (locus__runs_on_pool(device) && uses_pool(cost) &&
+        locus__pool_asleep(context->pool, pool_node(context, device)))
+        asleep = ordinal_bit(device);
+    return estimate(context, device, cost, asleep);
 }
 
 void locus__sched_gemm_rows(locus_context *context, locus_device *device,
@@ -225,10 +292,11 @@ static size_t spread_over_ranks(const locus_context *context,
 }
 
 /* Every device that offers the op and is not excluded, estimated, cheapest
- * first; the first LOCUS_RECORD_MAX_ESTIMATES kept in the choice. */
+ * first, with the pools of the devices in `asleep` to wake; the first
+ * LOCUS_RECORD_MAX_ESTIMATES kept in the choice. */
 static locus_device *rank_devices(locus_context *context,
                                   const locus__op_cost *cost, uint64_t excluded,
-                                  locus__choice *out)
+                                  uint64_t asleep, locus__choice *out)
 {
     locus_device *order[LOCUS__MAX_DEVICES];
     double seconds[LOCUS__MAX_DEVICES];
@@ -241,15 +309,16 @@ static locus_device *rank_devices(locus_context *context,
             device->info.compute_units <= 0 ||
             (excluded & (UINT64_C(1) << device->ordinal)))
             continue;
-        double estimate = locus__sched_estimate(context, device, cost);
+        double estimated = estimate(context, device, cost, asleep);
         size_t at = count++;
-        for (; at > 0 && seconds[at - 1] > estimate; at--) {
+        for (; at > 0 && seconds[at - 1] > estimated; at--) {
             order[at] = order[at - 1];
             seconds[at] = seconds[at - 1];
         }
         order[at] = device;
-        seconds[at] = estimate;
+        seconds[at] = estimated;
     }
+    out->asleep = asleep;
     out->estimate_count =
         count < LOCUS_RECORD_MAX_ESTIMATES ? count : LOCUS_RECORD_MAX_ESTIMATES;
     for (size_t i = 0; i < out->estimate_count; i++) {
@@ -262,39 +331,58 @@ static locus_device *rank_devices(locus_context *context,
     return out->device;
 }
 
-/* One line at LOCUS_LOG=info that says why: the op, the estimates, and how
- * much of the input would have to move. */
+/* " (0.1 ms of it waking the workers)" when the candidate's estimate
+ * includes the wake-up of its pool, else nothing. */
+static void wake_note(locus_context *context, const locus_device *device,
+                      uint64_t asleep, char *note, size_t size)
+{
+    note[0] = '\0';
+    if (!(asleep & ordinal_bit(device)))
+        return;
+    /* Rates are settled: the device was estimated. */
+    double wake = wake_term(
+        locus__device_rates(context, (locus_device *)device), device, asleep);
+    if (wake > 0)
+        snprintf(note, size, " (%.3g ms of it waking the workers)", wake * 1e3);
+}
+
+/* One line at LOCUS_LOG=info that says why: the op, the estimates (with
+ * the part that is the wake-up of a sleeping pool), and how much of the
+ * input would have to move. */
 static void explain(locus_context *context, const locus__op_cost *cost,
                     const locus__choice *choice)
 {
     if (context->config.log_level < LOCUS_LOG_INFO)
         return;
-    char others[512] = "";
+    char others[640] = "", note[64];
     size_t used = 0;
     for (size_t i = 1; i < choice->estimate_count && used < sizeof others;
          i++) {
+        wake_note(context, choice->candidates[i], choice->asleep, note,
+                  sizeof note);
         int n =
-            snprintf(others + used, sizeof others - used, "%s%s %.3g ms",
+            snprintf(others + used, sizeof others - used, "%s%s %.3g ms%s",
                      i > 1 ? ", " : "; ", choice->candidates[i]->info.selector,
-                     choice->seconds[i] * 1e3);
+                     choice->seconds[i] * 1e3, note);
         if (n < 0)
             break;
         used += (size_t)n;
     }
+    wake_note(context, choice->device, choice->asleep, note, sizeof note);
     bool any_current;
     double stale;
     transfer_seconds(context, choice->device, cost,
                      locus__device_rates(context, choice->device), &any_current,
                      &stale);
     locus__log(context, LOCUS_LOG_INFO,
-               "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s; "
+               "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s%s; "
                "%.3g MB of inputs to copy there",
                choice->chosen_by, locus__op_name(cost->op), cost->flops * 1e-9,
                cost->bytes * 1e-6, choice->device->info.selector,
                choice->device->backend->table->host_memory
                    ? "host memory"
                    : (any_current ? "data there" : "data on host"),
-               choice->estimated_seconds * 1e3, others,
+               choice->estimated_seconds * 1e3, note, others,
                choice->device->backend->table->host_memory ? 0.0
                                                            : stale * 1e-6);
 }
@@ -313,9 +401,11 @@ void locus__choice_to_record(const locus__choice *choice, locus_record *record)
     }
 }
 
-/* The memo's key for a cost: its figures and each input's valid mask and
- * size, which are all the model reads besides the calibrated rates. */
-static bool memo_key(const locus__op_cost *cost, locus__choice_memo *key)
+/* The memo's key for a cost: its figures, each input's valid mask and
+ * size, and whose pool workers are asleep, which are all the model reads
+ * besides the calibrated rates. */
+static bool memo_key(locus_context *context, const locus__op_cost *cost,
+                     locus__choice_memo *key)
 {
     if (cost->input_count > LOCUS__MEMO_INPUTS)
         return false;
@@ -331,13 +421,15 @@ static bool memo_key(const locus__op_cost *cost, locus__choice_memo *key)
         pthread_mutex_unlock(&buffer->state_lock);
         key->sizes[i] = buffer->bytes;
     }
+    key->asleep = asleep_devices(context, cost);
     return true;
 }
 
 static bool same_key(const locus__choice_memo *a, const locus__choice_memo *b)
 {
     if (a->flops != b->flops || a->bytes != b->bytes ||
-        a->output_bytes != b->output_bytes || a->input_count != b->input_count)
+        a->output_bytes != b->output_bytes ||
+        a->input_count != b->input_count || a->asleep != b->asleep)
         return false;
     for (size_t i = 0; i < a->input_count; i++)
         if (a->masks[i] != b->masks[i] || a->sizes[i] != b->sizes[i])
@@ -355,6 +447,7 @@ static bool memo_recall(locus_context *context, locus__op_kind op,
         out->device = memo->device;
         out->estimated_seconds = memo->estimated_seconds;
         out->estimate_count = memo->count;
+        out->asleep = memo->asleep;
         for (size_t i = 0; i < memo->count; i++) {
             out->candidates[i] = memo->candidates[i];
             out->seconds[i] = memo->seconds[i];
@@ -422,9 +515,10 @@ locus_status locus__sched_choose(locus_context *context,
                    raw ? raw : "");
     }
     locus__choice_memo key;
-    bool keyed = memo_key(cost, &key);
+    bool keyed = memo_key(context, cost, &key);
     if (!keyed || !memo_recall(context, cost->op, &key, out)) {
-        if (!rank_devices(context, cost, 0, out))
+        uint64_t asleep = keyed ? key.asleep : asleep_devices(context, cost);
+        if (!rank_devices(context, cost, 0, asleep, out))
             return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
                                "no available device offers %s",
                                locus__op_name(cost->op));
@@ -440,7 +534,8 @@ bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
                            uint64_t failed_mask, locus__choice *out)
 {
     memset(out, 0, sizeof *out);
-    if (!rank_devices(context, cost, failed_mask, out))
+    if (!rank_devices(context, cost, failed_mask, asleep_devices(context, cost),
+                      out))
         return false;
     out->chosen_by = "fallback";
     explain(context, cost, out);

@@ -33,6 +33,9 @@ typedef struct locus__choice {
     size_t estimate_count; /* cheapest first */
     const locus_device *candidates[LOCUS_RECORD_MAX_ESTIMATES];
     double seconds[LOCUS_RECORD_MAX_ESTIMATES];
+    /* Bit per device ordinal: whose pool workers the estimates found asleep
+     * (their wake-up included), read once for the whole decision. */
+    uint64_t asleep;
 } locus__choice;
 
 /* Fills the record's chosen_by and estimates from the choice: only when a
@@ -51,7 +54,8 @@ void locus__sched_forget(locus_context *context);
  * cheapest other device offering it, or false when there is none. */
 bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
                            uint64_t failed_mask, locus__choice *out);
-/* The model's estimate of the op on one device. */
+/* The model's estimate of the op on one device, as things stand now (the
+ * wake-up of its pool's workers included when they are asleep). */
 double locus__sched_estimate(locus_context *context, locus_device *device,
                              const locus__op_cost *cost);
 /* The rate, in flop/s, at which a device runs an op of this kind at large

@@ -215,6 +215,13 @@ typedef struct locus_device_info {
     uint64_t memory_bytes;
     int compute_units; /* cores, SMs or compute units */
     int index_in_backend;
+    /* Appended in 0.2 (a smaller struct_size gets the fields above only):
+     * the PCI address of the hardware, "dddd:bb:dd.f" (domain, bus, device,
+     * function; lowercase hex), or "" when unknown (CPU devices, OpenCL
+     * devices with no PCI extension). Two devices with the same non-empty
+     * address are views of one piece of hardware, e.g. cuda:0 and NVIDIA's
+     * OpenCL device for the same GPU. */
+    char pci_bus_id[16];
 } locus_device_info;
 
 LOCUS_API void locus_device_info_init(locus_device_info *info);
@@ -250,6 +257,10 @@ typedef struct locus_calibration {
     double download_bytes_per_second;
     double copy_latency_seconds; /* one small copy; 0 on host memory */
     double download_pinned_bytes_per_second; /* 0: the backend cannot pin */
+    /* Appended in 0.2 (a smaller struct_size gets the fields above only):
+     * what an op adds when the worker pool it runs on is asleep, idle past
+     * its spin; 0 for a device whose ops do not run on the pool. */
+    double wake_seconds;
 } locus_calibration;
 
 LOCUS_API void locus_calibration_init(locus_calibration *calibration);
@@ -600,9 +611,13 @@ LOCUS_API void locus_event_destroy(locus_event *event);
  * in the order of devices, with sizes proportional to weights; NULL: to
  * each device's throughput for this call as the scheduler's cost model
  * expects it (its gemm rate, calibrated or nominal, with the transfers
- * the device would need for these buffers where they are). A device whose
- * block has 0 rows does nothing. The blocks run at the same time, one
- * thread per device (the calling thread takes the first host device's).
+ * the device would need for these buffers where they are). Without
+ * weights, devices that are views of one piece of hardware (the same
+ * non-empty pci_bus_id, e.g. cuda:0 and NVIDIA's OpenCL device for that
+ * GPU) count as one: only the view the model expects to be fastest gets
+ * rows. A device whose block has 0 rows does nothing. The blocks run at
+ * the same time, one thread per device (the calling thread takes the
+ * first host device's).
  * A, B and C are read from their host copies, made current first: a
  * device computing on host memory (the CPU) uses them in place, any other
  * gets device memory for its rows of A (columns when transposed), all of B

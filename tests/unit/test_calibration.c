@@ -4,6 +4,7 @@
  * changes, and the figures behind each automatic choice in its record. */
 #include <dirent.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,10 @@ static void expect_plausible(const locus_calibration *c)
     TEST_EXPECT(c->upload_pageable_bytes_per_second == 0,
                 "the cpu has no upload rate: %g",
                 c->upload_pageable_bytes_per_second);
+    /* Measured: whatever this machine's idle states cost, never negative
+     * (a machine that does not sleep deeply may find none). */
+    TEST_EXPECT(c->wake_seconds >= 0 && c->wake_seconds < 0.1,
+                "cpu wake-up %g s", c->wake_seconds);
 }
 
 static void test_measured_then_cached(void)
@@ -93,6 +98,9 @@ static void test_measured_then_cached(void)
     TEST_EXPECT(second.gemm_flops_per_second == first.gemm_flops_per_second,
                 "cached gemm rate %g, measured %g",
                 second.gemm_flops_per_second, first.gemm_flops_per_second);
+    TEST_EXPECT(second.wake_seconds == first.wake_seconds,
+                "cached wake-up %g s, measured %g s", second.wake_seconds,
+                first.wake_seconds);
     locus_calibration again = calibration_of(context, 1);
     expect_source(&again, "measured", "remeasure");
     locus_context_destroy(context);
@@ -122,6 +130,63 @@ static void test_damaged_file_is_remeasured(void)
     locus_context_destroy(context);
 }
 
+/* FNV-1a, as the cache file's checksum (calibration_file.c). */
+static unsigned long long fnv1a(const char *text, size_t length)
+{
+    unsigned long long hash = 14695981039346656037ULL;
+    for (size_t i = 0; i < length; i++) {
+        hash ^= (unsigned char)text[i];
+        hash *= 1099511628211ULL;
+    }
+    return hash;
+}
+
+/* The file as the Locus before wake_seconds wrote it (format 3, no such
+ * line, a good checksum) is not trusted: measured again and rewritten. */
+static void test_file_before_wake_is_remeasured(void)
+{
+    char path[512], text[8192], old[8192];
+    TEST_EXPECT(count_files(path, sizeof path) >= 1, "no cache file");
+    FILE *file = fopen(path, "r");
+    if (!TEST_EXPECT(file != NULL, "open %s", path))
+        return;
+    size_t length = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    text[length] = '\0';
+    char *wake = strstr(text, "wake_seconds ");
+    char *checksum = strstr(text, "checksum ");
+    if (!TEST_EXPECT(strncmp(text, "locus-calibration 4\n", 20) == 0 && wake &&
+                         checksum,
+                     "unexpected cache file:\n%s", text))
+        return;
+    /* The body without the wake line, under the old format line. */
+    *checksum = '\0';
+    int n =
+        snprintf(old, sizeof old, "locus-calibration 3\n%.*s%s",
+                 (int)(wake - text - 20), text + 20, strchr(wake, '\n') + 1);
+    snprintf(old + n, sizeof old - (size_t)n, "checksum %016llx\n",
+             fnv1a(old, (size_t)n));
+    file = fopen(path, "w");
+    if (!TEST_EXPECT(file != NULL, "rewrite %s", path))
+        return;
+    fputs(old, file);
+    fclose(file);
+
+    locus_context *context = make_context("2", NULL);
+    locus_calibration c = calibration_of(context, 0);
+    expect_source(&c, "measured", "a format 3 file");
+    locus_context_destroy(context);
+    file = fopen(path, "r");
+    if (!TEST_EXPECT(file != NULL, "open %s again", path))
+        return;
+    length = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    text[length] = '\0';
+    TEST_EXPECT(strncmp(text, "locus-calibration 4\n", 20) == 0 &&
+                    strstr(text, "wake_seconds ") != NULL,
+                "the old file was not rewritten:\n%s", text);
+}
+
 static void test_other_configuration_other_file(void)
 {
     locus_context *context = make_context("1", NULL);
@@ -133,6 +198,7 @@ static void test_other_configuration_other_file(void)
     context = make_context("1", "nominal");
     c = calibration_of(context, 0);
     expect_source(&c, "nominal", "LOCUS_CALIBRATION=nominal");
+    TEST_EXPECT(c.wake_seconds > 0, "nominal cpu wake-up %g s", c.wake_seconds);
     locus_context_destroy(context);
 }
 
@@ -210,6 +276,15 @@ static void test_errors(void)
     c.struct_size = 0;
     TEST_ERROR(locus_device_calibration(cpu, 0, &c),
                LOCUS_ERROR_INVALID_ARGUMENT, "locus_calibration_init");
+    /* A caller built before wake_seconds: its part, nothing past it. */
+    locus_calibration_init(&c);
+    c.struct_size = offsetof(locus_calibration, wake_seconds);
+    c.wake_seconds = -1;
+    TEST_OK(locus_device_calibration(cpu, 0, &c));
+    TEST_EXPECT(c.wake_seconds == -1 && c.launch_seconds > 0 &&
+                    c.struct_size == offsetof(locus_calibration, wake_seconds),
+                "older struct: wake %g, launch %g, struct_size %zu",
+                c.wake_seconds, c.launch_seconds, c.struct_size);
     locus_context_destroy(context);
 }
 
@@ -257,6 +332,7 @@ int main(int argc, char **argv)
     setenv("XDG_CACHE_HOME", cache_root, 1);
     test_measured_then_cached();
     test_damaged_file_is_remeasured();
+    test_file_before_wake_is_remeasured();
     test_other_configuration_other_file();
     test_auto_choice_is_recorded();
     test_errors();

@@ -25,6 +25,7 @@ static locus__rates sample_rates(void)
         .download_bytes = 1.2e10,
         .transfer_seconds = 7e-6,
         .download_pinned_bytes = 0,
+        .wake_seconds = 1.2e-4 * test_rng_uniform(0.5, 2),
     };
 }
 
@@ -125,8 +126,12 @@ static void test_bad_bodies_are_refused(void)
         {"download_bytes ", "launch_seconds 1e-5\ndownload_bytes ",
          "repeated field", "repeats"},
         {"key locus", "key other", "another key", "another device"},
-        {"locus-calibration 3", "locus-calibration 2", "another version",
+        {"locus-calibration 4", "locus-calibration 3", "another version",
          "format line"},
+        {"wake_seconds ", "wake_seconds 2\nx ", "wake-up out of range",
+         "out of range"},
+        {"wake_seconds ", "wake_seconds -1e-4\nx ", "negative wake-up",
+         "out of range"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         char body[2048];
@@ -147,6 +152,34 @@ static void test_bad_bodies_are_refused(void)
              next);
     expect_refused_because(text, signed_text(body, text, sizeof text),
                            "missing field", "lacks a field: conv_flops");
+}
+
+/* What the Locus before wake_seconds wrote: format 3, the same fields but
+ * that one, with a good checksum. Never trusted: it would leave the model
+ * without the CPU's wake-up. Refused at its format line, and, were the
+ * line right, for the missing field. */
+static void test_file_without_wake_is_refused(void)
+{
+    char text[4096], body[2048];
+    locus__rates rates = sample_rates();
+    format(&rates, text, sizeof text);
+    *strstr(text, "checksum ") = '\0';
+    const char *line = strstr(text, "wake_seconds ");
+    TEST_EXPECT(line != NULL, "no wake_seconds line written");
+    if (!line)
+        return;
+    const char *next = strchr(line, '\n') + 1;
+    snprintf(body, sizeof body, "%.*s%s", (int)(line - text), text, next);
+    char *version = strstr(body, "locus-calibration 4");
+    TEST_EXPECT(version != NULL, "no format 4 line written");
+    if (!version)
+        return;
+    expect_refused_because(text, signed_text(body, text, sizeof text),
+                           "format 4 without wake_seconds",
+                           "lacks a field: wake_seconds");
+    version[strlen("locus-calibration ")] = '3';
+    expect_refused_because(text, signed_text(body, text, sizeof text),
+                           "format 3 file", "format line");
 }
 
 static void test_robust_mean_drops_outliers(void)
@@ -191,6 +224,7 @@ int main(int argc, char **argv)
     test_round_trip();
     test_truncations_and_flips_are_refused();
     test_bad_bodies_are_refused();
+    test_file_without_wake_is_refused();
     test_robust_mean_drops_outliers();
     test_fit_recovers_fixed_cost_and_rate();
     return test_exit_code();

@@ -4,8 +4,10 @@
  * jobs); jobs on one node leave the other node's workers alone; several
  * submitting threads are serialized; a pool is destroyed cleanly with its
  * workers spinning or asleep. A lost wake-up hangs the test (the meson
- * timeout fails it), a job run twice or not at all fails a count. On a
- * synthetic machine of 2 nodes x 2 cores: 4 workers, not bound. */
+ * timeout fails it), a job run twice or not at all fails a count. The
+ * asleep query (the cost model's wake term) says asleep after a pause and
+ * not right after a job, per node. On a synthetic machine of 2 nodes x 2
+ * cores: 4 workers, not bound. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -76,6 +78,55 @@ static void test_back_to_back_and_paused(locus__pool *pool)
         TEST_OK(locus__pool_run(pool, -1, count_rank, &c));
     }
     expect_each(&c, size, PAUSED, "after pauses");
+}
+
+static void noop(void *arg, int rank, int ranks)
+{
+    (void)arg;
+    (void)rank;
+    (void)ranks;
+}
+
+/* Polls until the node's workers (-1: all) are asleep, up to a second: a
+ * loaded machine may be slow to let them reach their wait. */
+static bool becomes_asleep(locus__pool *pool, int node)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (locus__pool_asleep(pool, node))
+            return true;
+        struct timespec t = {0, 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    return false;
+}
+
+/* Right after a job on `node` its workers spin (not asleep) while those of
+ * `other` (-2: none) stay asleep. Tried a few times: a preemption longer
+ * than the spin between the job and the look makes the workers sleep. */
+static bool awake_after_job(locus__pool *pool, int node, int other)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        if (locus__pool_run(pool, node, noop, NULL) != LOCUS_SUCCESS)
+            return false;
+        bool awake = !locus__pool_asleep(pool, node);
+        if (awake && (other == -2 || locus__pool_asleep(pool, other)))
+            return true;
+    }
+    return false;
+}
+
+static void test_asleep(locus__pool *pool, const locus__topology *topology)
+{
+    TEST_EXPECT(becomes_asleep(pool, -1), "idle workers never asleep");
+    TEST_EXPECT(awake_after_job(pool, -1, -2),
+                "workers asleep right after a job, every time");
+    TEST_EXPECT(becomes_asleep(pool, -1), "workers never asleep after a job");
+    /* A job on one node wakes that node's workers only. */
+    int first = topology->nodes[0].os_index;
+    int second = topology->nodes[1].os_index;
+    TEST_EXPECT(awake_after_job(pool, first, second),
+                "a job on node %d: its workers asleep or node %d's awake",
+                first, second);
 }
 
 /* Jobs alternate between the nodes: each runs on its node's workers
@@ -170,6 +221,7 @@ int main(void)
                         locus__pool_size(pool) <= WORKERS_MAX,
                     "pool of %d workers, want 4", locus__pool_size(pool));
         test_back_to_back_and_paused(pool);
+        test_asleep(pool, &topology);
         test_node_jobs(pool, &topology);
         test_submitters(pool);
         locus__pool_destroy(pool);

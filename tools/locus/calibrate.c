@@ -17,10 +17,11 @@ void calibrate_usage(FILE *out)
           "Measures, for every device (or the one named), what the\n"
           "scheduler's cost model needs: the time of the smallest op, the\n"
           "gemm and conv rates with their fixed costs (fitted over a sweep\n"
-          "of sizes), the reduce bandwidth, and host <-> device copy rates\n"
-          "from ordinary and from pinned memory. The figures are kept per\n"
-          "host and device in $XDG_CACHE_HOME/locus/ (else\n"
-          "~/.cache/locus/), which later processes read instead of\n"
+          "of sizes), the reduce bandwidth, host <-> device copy rates\n"
+          "from ordinary and from pinned memory, and for the CPU what an op\n"
+          "pays to wake the worker pool after a pause (wake us). The\n"
+          "figures are kept per host and device in $XDG_CACHE_HOME/locus/\n"
+          "(else ~/.cache/locus/), which later processes read instead of\n"
           "measuring; a change of device, driver, worker count or Locus\n"
           "version is a new file.\n"
           "\n"
@@ -93,6 +94,7 @@ static void json_device(json_writer *json, const locus_device_info *info,
          c->download_pinned_bytes_per_second},
         {"download_bytes_per_second", c->download_bytes_per_second},
         {"copy_latency_seconds", c->copy_latency_seconds},
+        {"wake_seconds", c->wake_seconds},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         json_key(json, fields[i].key);
@@ -127,6 +129,8 @@ static void table_device(table *t, const locus_device_info *info,
         for (size_t column = 6; column <= 9; column++)
             table_set(t, column, "-");
     }
+    /* Only a device whose ops run on the worker pool wakes it. */
+    table_set(t, 10, c->wake_seconds > 0 ? "%.1f" : "-", c->wake_seconds * 1e6);
 }
 
 int calibrate_command(int argc, char **argv)
@@ -154,10 +158,10 @@ int calibrate_command(int argc, char **argv)
         "device",       "source",       "launch us",
         "gemm GFLOP/s", "conv GFLOP/s", "reduce GB/s",
         "upload GB/s",  "pinned GB/s",  "download (pinned)",
-        "copy us"};
+        "copy us",      "wake us"};
     table t;
-    table_init(&t, 10, headers);
-    for (size_t column = 2; column < 10; column++)
+    table_init(&t, 11, headers);
+    for (size_t column = 2; column < 11; column++)
         table_align_right(&t, column);
     json_writer json;
     if (options.json) {
