@@ -28,6 +28,42 @@ static void assign_selector(locus_device *device)
              device->index_in_backend);
 }
 
+/* The backend's pci_bus_id in the canonical "dddd:bb:dd.f", or "" when it
+ * gave none or one that does not parse: the split compares the strings as
+ * they are, so two spellings of one address must not differ, and a
+ * malformed one must not match anything. */
+static void canonical_pci_bus_id(locus_device *device)
+{
+    char *id = device->info.pci_bus_id;
+    id[sizeof device->info.pci_bus_id - 1] = '\0';
+    if (id[0] == '\0')
+        return;
+    unsigned domain, bus, slot, function;
+    char end;
+    if (sscanf(id, "%x:%x:%x.%x%c", &domain, &bus, &slot, &function, &end) ==
+            4 &&
+        bus <= 0xff && slot <= 0x1f && function <= 7) {
+        char canonical[sizeof device->info.pci_bus_id];
+        int n = snprintf(canonical, sizeof canonical, "%04x:%02x:%02x.%x",
+                         domain, bus, slot, function);
+        if (n > 0 && (size_t)n < sizeof canonical) {
+            memcpy(id, canonical, (size_t)n + 1);
+            return;
+        }
+    }
+    locus__log(device->context, LOCUS_LOG_WARN,
+               "%s device %zu gave PCI address \"%s\", which does not parse "
+               "as dddd:bb:dd.f; taken as unknown",
+               device->backend->name, device->index_in_backend, id);
+    id[0] = '\0';
+}
+
+bool locus__device_same_hardware(const locus_device *a, const locus_device *b)
+{
+    return a != b && a->info.pci_bus_id[0] != '\0' &&
+           strcmp(a->info.pci_bus_id, b->info.pci_bus_id) == 0;
+}
+
 locus_status locus__devices_collect(locus_context *context)
 {
     context->device_count = 0;
@@ -61,6 +97,7 @@ locus_status locus__devices_collect(locus_context *context)
             snprintf(device->info.backend, sizeof device->info.backend, "%s",
                      slot->name);
             device->info.index_in_backend = (int)i;
+            canonical_pci_bus_id(device);
             assign_selector(device);
             context->device_count++;
         }

@@ -2,6 +2,8 @@
 #ifndef LOCUS_RUNTIME_DEVICE_H
 #define LOCUS_RUNTIME_DEVICE_H
 
+#include <stdbool.h>
+
 #include "context.h"
 #include "env.h"
 
@@ -10,6 +12,11 @@ locus_status locus__devices_collect(locus_context *context);
 /* The first device matching one selector item (not auto), or NULL. */
 locus_device *locus__device_match(locus_context *context,
                                   const locus__selector *selector);
+
+/* True when a and b (two devices) are views of one piece of hardware:
+ * the same non-empty PCI address, e.g. cuda:0 and NVIDIA's OpenCL device
+ * for the same GPU. */
+bool locus__device_same_hardware(const locus_device *a, const locus_device *b);
 
 /* A device's memory and copies, each call a fault point
  * (-Dfault_injection): what buffers and the gemm split use. */

@@ -121,6 +121,46 @@ typedef struct split_plan {
     size_t rows[LOCUS__MAX_DEVICES];
 } split_plan;
 
+/* Two devices that are views of one piece of hardware (the same PCI
+ * address: cuda:0 and NVIDIA's OpenCL opencl:1 on the H200 machine) are
+ * one device to the plan: of each such group, only the view the model
+ * expects to do the whole problem soonest (fixed + m * per_row; the
+ * earlier in the caller's order on a tie) stays in, the others get no
+ * rows. The two views are two driver contexts on one GPU: their blocks do
+ * not add compute, they take turns on the same SMs and copy engines, and
+ * the model, which sees two independent rates, would give the slower view
+ * rows that only delay the faster one. On the H200 at 8192^3 the plan
+ * gave opencl:1 31 rows and cuda:0 8161, and the split ran at 0.81x of
+ * cuda:0 alone. Given weights are the caller's own plan and are kept. */
+static void keep_one_view_per_hardware(locus_context *context,
+                                       locus_device *const *devices,
+                                       size_t count, double m,
+                                       const double *fixed,
+                                       const double *per_row, bool *used)
+{
+    for (size_t i = 0; i < count; i++) {
+        for (size_t j = i + 1; used[i] && j < count; j++) {
+            if (!used[j] ||
+                !locus__device_same_hardware(devices[i], devices[j]))
+                continue;
+            double alone_i = fixed[i] + m * per_row[i];
+            double alone_j = fixed[j] + m * per_row[j];
+            size_t out = alone_j < alone_i ? i : j;
+            size_t kept = out == i ? j : i;
+            used[out] = false;
+            locus__log(context, LOCUS_LOG_INFO,
+                       "gemm split: %s and %s are one device (PCI %s); %s "
+                       "(alone %.3g s) planned out, %s (alone %.3g s) keeps "
+                       "the rows: two contexts on one GPU contend",
+                       devices[i]->info.selector, devices[j]->info.selector,
+                       devices[i]->info.pci_bus_id, devices[out]->info.selector,
+                       out == i ? alone_i : alone_j,
+                       devices[kept]->info.selector,
+                       kept == i ? alone_i : alone_j);
+        }
+    }
+}
+
 /* The default shares: the scheduler models a block of r rows on device i
  * as fixed_i + r * per_row_i (B moved whole is fixed; A's and C's rows and
  * the flops are per row), and the plan finds the finishing time T at which
@@ -147,6 +187,8 @@ static locus_status model_shares(locus_context *context,
                                devices[i]->info.selector);
         used[i] = true;
     }
+    keep_one_view_per_hardware(context, devices, count, m, fixed, per_row,
+                               used);
     /* A device whose block would be too small to keep its workers busy,
      * and which would then finish after the others, is left out and the
      * rest planned again: at most once per device. */

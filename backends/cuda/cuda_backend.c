@@ -89,30 +89,30 @@ static void no_device_reason(cudaError_t err, char *reason, size_t reason_size)
              cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
-/* The nodes nearest the device's PCI slot. The bus id string has the
- * function too, which cudaDeviceProp lacks. */
-static uint64_t device_numa_mask(const cuda_state *state, int ordinal,
-                                 const struct cudaDeviceProp *properties)
+/* The device's PCI address: domain, bus, device, function. The bus id
+ * string has the function too, which cudaDeviceProp lacks (0 then). */
+static void device_pci_address(int ordinal,
+                               const struct cudaDeviceProp *properties,
+                               unsigned address[4])
 {
-    unsigned domain = (unsigned)properties->pciDomainID;
-    unsigned bus = (unsigned)properties->pciBusID;
-    unsigned device = (unsigned)properties->pciDeviceID;
-    unsigned function = 0;
+    address[0] = (unsigned)properties->pciDomainID;
+    address[1] = (unsigned)properties->pciBusID;
+    address[2] = (unsigned)properties->pciDeviceID;
+    address[3] = 0;
     char bus_id[32];
-    if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, ordinal) ==
-        cudaSuccess) {
-        unsigned d, b, s, f;
-        if (sscanf(bus_id, "%x:%x:%x.%x", &d, &b, &s, &f) == 4) {
-            domain = d;
-            bus = b;
-            device = s;
-            function = f;
-        }
-    } else {
+    cudaError_t err =
+        cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, ordinal);
+    if (err != cudaSuccess) {
         (void)cudaGetLastError();
+        return;
     }
-    return state->services->pci_numa_mask(state->runtime, domain, bus, device,
-                                          function);
+    unsigned d, b, s, f;
+    if (sscanf(bus_id, "%x:%x:%x.%x", &d, &b, &s, &f) == 4) {
+        address[0] = d;
+        address[1] = b;
+        address[2] = s;
+        address[3] = f;
+    }
 }
 
 static int services_usable(const locus_services *services)
@@ -215,7 +215,11 @@ static locus_status cuda_init(const locus_services *services, void *runtime,
         device->cc_major = properties.major;
         device->cc_minor = properties.minor;
         device->memory_bytes = properties.totalGlobalMem;
-        device->numa_mask = device_numa_mask(state, ordinal, &properties);
+        device_pci_address(ordinal, &properties, device->pci_address);
+        /* The nodes nearest the device's PCI slot. */
+        device->numa_mask = services->pci_numa_mask(
+            runtime, device->pci_address[0], device->pci_address[1],
+            device->pci_address[2], device->pci_address[3]);
         services->log(runtime, LOCUS_LOG_DEBUG,
                       "cuda: device %zu: %s (%s), %d SMs, %llu bytes",
                       state->count, device->name, device->version,
@@ -292,6 +296,9 @@ static locus_status cuda_device_info(void *opaque, size_t index,
     info->memory_bytes = device->memory_bytes;
     info->compute_units = device->compute_units;
     info->index_in_backend = (int)index;
+    locus_device_info_set_pci(info, device->pci_address[0],
+                              device->pci_address[1], device->pci_address[2],
+                              device->pci_address[3]);
     return LOCUS_SUCCESS;
 }
 

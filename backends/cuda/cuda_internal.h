@@ -28,6 +28,9 @@ typedef struct cuda_device {
     int cc_major, cc_minor; /* compute capability */
     uint64_t memory_bytes;
     uint64_t numa_mask;
+    /* Domain, bus, device, function: the device_info's pci_bus_id, by
+     * which the runtime knows NVIDIA's OpenCL view of the same GPU. */
+    unsigned pci_address[4];
 
     /* Everything below is made at first use and guarded by lock: one op
      * or copy at a time per device, in the order the runtime issues them

@@ -218,6 +218,10 @@ static locus_status opencl_device_info(void *opaque, size_t index,
     info->memory_bytes = device->memory_bytes;
     info->compute_units = device->compute_units;
     info->index_in_backend = (int)index;
+    if (device->has_pci_address)
+        locus_device_info_set_pci(
+            info, device->pci_address[0], device->pci_address[1],
+            device->pci_address[2], device->pci_address[3]);
     return LOCUS_SUCCESS;
 }
 

@@ -36,6 +36,11 @@ typedef struct opencl_device {
     uint64_t memory_bytes;
     uint64_t max_alloc_bytes;
     uint64_t numa_mask;
+    /* Domain, bus, device, function; has_pci_address when all four are
+     * known (not a guessed domain): the device info's pci_bus_id, by which
+     * the runtime knows two views of one GPU (NVIDIA's OpenCL and CUDA). */
+    int has_pci_address;
+    unsigned pci_address[4];
 
     /* Guards the lookup of context and queue at first use. Both belong to
      * the process, not to this state (opencl_queues.c). */

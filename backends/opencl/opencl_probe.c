@@ -114,10 +114,13 @@ static int has_extension(const char *list, const char *name)
 }
 
 /* The standard extension first, then the vendor ones it superseded (the same
- * order of preference as hwloc's, which reads only the vendor ones). */
+ * order of preference as hwloc's, which reads only the vendor ones).
+ * *domain_known is 0 when the domain is a guess (0): good enough for NUMA
+ * locality, not to say two devices are the same hardware. */
 static int device_pci_address(cl_device_id device, const char *extensions,
-                              unsigned address[4])
+                              unsigned address[4], int *domain_known)
 {
+    *domain_known = 1;
     if (has_extension(extensions, "cl_khr_pci_bus_info")) {
         pci_bus_info_khr info;
         if (clGetDeviceInfo(device, PCI_BUS_INFO_KHR, sizeof info, &info,
@@ -137,6 +140,7 @@ static int device_pci_address(cl_device_id device, const char *extensions,
             /* The extension has no domain; the fields are signed chars, so
              * bus 0x80 and up must not be sign-extended. */
             address[0] = 0;
+            *domain_known = 0;
             address[1] = (unsigned char)topology.pcie.bus;
             address[2] = (unsigned char)topology.pcie.device;
             address[3] = (unsigned char)topology.pcie.function;
@@ -152,8 +156,10 @@ static int device_pci_address(cl_device_id device, const char *extensions,
             /* Older drivers lack the domain query; domain 0 is then the
              * only sensible guess. */
             if (clGetDeviceInfo(device, PCI_DOMAIN_ID_NV, sizeof domain,
-                                &domain, NULL) != CL_SUCCESS)
+                                &domain, NULL) != CL_SUCCESS) {
                 domain = 0;
+                *domain_known = 0;
+            }
             address[0] = domain;
             address[1] = bus & 0xff;
             address[2] = slot >> 3;
@@ -270,12 +276,15 @@ static cl_int describe_device(const opencl_state *state,
      * pthread device, Intel's CPU runtime) runs its threads on every core
      * the process may use, so its nodes are those of the allowed cpuset;
      * NULL asks the runtime for exactly that. */
-    unsigned address[4];
+    unsigned *address = device->pci_address;
+    int domain_known = 0;
     device->numa_mask = 0;
+    device->has_pci_address = 0;
     if (device->kind == LOCUS_DEVICE_CPU) {
         device->numa_mask =
             state->services->cpuset_numa_mask(state->runtime, NULL);
-    } else if (device_pci_address(id, extensions, address)) {
+    } else if (device_pci_address(id, extensions, address, &domain_known)) {
+        device->has_pci_address = domain_known;
         device->numa_mask = state->services->pci_numa_mask(
             state->runtime, address[0], address[1], address[2], address[3]);
     }

@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "locus.h"
 
@@ -47,6 +48,29 @@ static inline void locus_copy_name(char *to, size_t capacity, const char *from)
     for (size_t i = 0; i < length; i++)
         to[i] = from[i];
     to[length] = '\0';
+}
+
+/* Sets info->pci_bus_id to the canonical "dddd:bb:dd.f" (lowercase hex,
+ * the domain at least 4 digits) that every backend must use: the runtime
+ * compares the strings as they are, to find devices that are views of one
+ * piece of hardware. An address out of PCI's ranges leaves the field empty
+ * (unknown) rather than risk a false match; so does an info struct from a
+ * runtime older than the field. */
+static inline void locus_device_info_set_pci(locus_device_info *info,
+                                             unsigned domain, unsigned bus,
+                                             unsigned device, unsigned function)
+{
+    size_t end =
+        offsetof(locus_device_info, pci_bus_id) + sizeof info->pci_bus_id;
+    if (info->struct_size < end)
+        return;
+    info->pci_bus_id[0] = '\0';
+    if (bus > 0xff || device > 0x1f || function > 7)
+        return;
+    int n = snprintf(info->pci_bus_id, sizeof info->pci_bus_id,
+                     "%04x:%02x:%02x.%x", domain, bus, device, function);
+    if (n < 0 || (size_t)n >= sizeof info->pci_bus_id)
+        info->pci_bus_id[0] = '\0';
 }
 
 /* The op's algorithm name in its record, if it has one. */
@@ -141,7 +165,10 @@ typedef struct locus_backend {
                          void **state, size_t *device_count, char *reason,
                          size_t reason_size);
     void (*fini)(void *state);
-    /* Fills everything but selector, which the runtime assigns. The CPU
+    /* Fills everything but selector, which the runtime assigns; info
+     * arrives zeroed by locus_device_info_init, so a field a backend does
+     * not know stays empty (pci_bus_id: set it with
+     * locus_device_info_set_pci where the device has a PCI address). The CPU
      * backend's device 0 is all workers; device i >= 1 is the workers of the
      * NUMA node at position i - 1, present only on machines of two or more
      * nodes. */

@@ -73,6 +73,30 @@ static inline int gpu_test_backend(const locus_context *context,
     return 0;
 }
 
+/* Nonzero when id is a PCI address in the canonical form the runtime
+ * gives: "dddd:bb:dd.f", lowercase hex, the domain at least 4 digits, the
+ * device at most 0x1f and the function at most 7. */
+static inline int gpu_test_pci_bus_id_ok(const char *id)
+{
+    size_t length = strlen(id);
+    if (length < 12)
+        return 0;
+    const char *tail = id + length - 8; /* ":bb:dd.f" */
+    for (const char *at = id; *at != '\0'; at++) {
+        int position = (int)(at - tail);
+        int separator = position == 0 || position == 3 || position == 6;
+        if (separator) {
+            if (*at != (position == 6 ? '.' : ':'))
+                return 0;
+        } else if (!((*at >= '0' && *at <= '9') ||
+                     (*at >= 'a' && *at <= 'f'))) {
+            return 0;
+        }
+    }
+    unsigned device = (unsigned)strtoul(tail + 4, NULL, 16);
+    return device <= 0x1f && tail[7] <= '7';
+}
+
 /* Checks the info of every device of `backend` and returns how many there
  * are. */
 static inline size_t gpu_test_devices(locus_context *context,
@@ -125,6 +149,18 @@ static inline size_t gpu_test_devices(locus_context *context,
         if (info.kind == LOCUS_DEVICE_CPU)
             CHECK(info.nearest_numa_mask != 0,
                   "CPU device %s has no nearest NUMA node", info.selector);
+        /* A PCI address, where known, is well formed; a CPU device has
+         * none (PoCL's, for one). */
+        printf("%s: PCI %s\n", info.selector,
+               info.pci_bus_id[0] ? info.pci_bus_id : "unknown");
+        CHECK(info.pci_bus_id[0] == '\0' ||
+                  gpu_test_pci_bus_id_ok(info.pci_bus_id),
+              "device %s: malformed pci_bus_id \"%s\"", info.selector,
+              info.pci_bus_id);
+        if (info.kind == LOCUS_DEVICE_CPU)
+            CHECK(info.pci_bus_id[0] == '\0',
+                  "CPU device %s has pci_bus_id \"%s\"", info.selector,
+                  info.pci_bus_id);
 
         /* Its own selector finds it again. */
         locus_device *again = NULL;

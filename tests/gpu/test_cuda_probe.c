@@ -1,7 +1,38 @@
 /* The CUDA module loads, finds the GPUs and describes them, and device
  * selectors resolve to them. Skipped (77) where the backend is unavailable:
  * no driver or no GPU is an ordinary machine, not a failure. */
+#include <unistd.h>
+
 #include "gpu_test.h"
+
+/* Every CUDA device knows its PCI address (the split counts cuda:N and
+ * NVIDIA's OpenCL view of the same GPU once by it), well formed and, where
+ * this machine's /sys lists PCI devices, one of them. */
+static void check_pci_bus_ids(locus_context *context)
+{
+    size_t count = 0;
+    CHECK(locus_device_count(context, &count) == LOCUS_SUCCESS,
+          "locus_device_count: %s", locus_last_error());
+    for (size_t i = 0; i < count; i++) {
+        locus_device *device = NULL;
+        locus_device_info info;
+        locus_device_info_init(&info);
+        if (locus_device_get(context, i, &device) != LOCUS_SUCCESS ||
+            locus_device_get_info(device, &info) != LOCUS_SUCCESS) {
+            CHECK(0, "device %zu: %s", i, locus_last_error());
+            continue;
+        }
+        if (strcmp(info.backend, "cuda") != 0)
+            continue;
+        CHECK(gpu_test_pci_bus_id_ok(info.pci_bus_id),
+              "%s: pci_bus_id \"%s\" is not dddd:bb:dd.f", info.selector,
+              info.pci_bus_id);
+        char path[96];
+        snprintf(path, sizeof path, "/sys/bus/pci/devices/%s", info.pci_bus_id);
+        if (access("/sys/bus/pci/devices", R_OK) == 0)
+            CHECK(access(path, F_OK) == 0, "%s: no %s", info.selector, path);
+    }
+}
 
 /* Returns 0 when checked, GPU_TEST_SKIP when there is nothing to check. */
 static int check_context(int round)
@@ -39,6 +70,7 @@ static int check_context(int round)
           "%zu cuda devices in the device list, the backend reports %zu",
           devices, backend.device_count);
     CHECK(devices > 0, "no cuda device although the backend is available");
+    check_pci_bus_ids(context);
 
     locus_device *first = NULL;
     locus_status status = locus_device_find(context, "cuda:0", &first);

@@ -2,12 +2,14 @@
  * odd shapes, every transpose, leading dimensions above the minimum and
  * beta 0 or not, under even, uneven, skewed and degenerate weights, on the
  * CPU and the fake device, and on PoCL's opencl:0 when it is there; the
- * row plan; what the record says; a device failing leaves C as it was; a
+ * row plan, which counts two views of one device (the same PCI address)
+ * once; what the record says; a device failing leaves C as it was; a
  * device that holds B already uses it; every error path.
  *
  * usage: test_gemm_split MODULES_DIR OPENCL_MODULE_DIR [SEED] */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -486,6 +488,108 @@ static void test_small_cpu_block_left_out(const char *plugin_path)
     locus_context_destroy(ctx);
 }
 
+/* The rows the default plan gives devices[0 .. count-1] of a 64^3 gemm
+ * on fresh buffers (so that no device holds a copy of B from an earlier
+ * call, which the model would favour), into rows; then, when run, the
+ * split itself, checked. False when the plan failed. */
+static bool fresh_plan(locus_context *ctx, locus_device *const *devices,
+                       size_t count, const double *weights, bool run,
+                       size_t *rows, const char *what)
+{
+    gemm_case s;
+    bool planned =
+        gemm_case_make(&s, ctx, 64, 64, 64, 0, 0, 0, 1, 0) &&
+        TEST_OK(locus_gemm_split_rows(ctx, devices, count, weights, &s.desc,
+                                      s.ba, s.bb, s.bc, rows)) == LOCUS_SUCCESS;
+    if (planned && run)
+        run_split(ctx, devices, count, weights, &s, what);
+    gemm_case_free(&s);
+    return planned;
+}
+
+/* Two views of one GPU (the same pci_bus_id: cuda:0 and NVIDIA's OpenCL
+ * device on the H200) are one device to the default plan: one keeps every
+ * row, the other gets none, and the result is still right. Three fake
+ * devices: cuda:0 and cuda:2 share an address (spelled differently: the
+ * runtime makes it canonical), cuda:1 has none. Nominal rates, so the
+ * three are equally fast and a tie keeps the first in the caller's order. */
+static void test_same_hardware(const char *plugin_path)
+{
+    printf("two views of one device\n");
+    setenv("LOCUS_TEST_FAKE_DEVICE_COUNT", "3", 1);
+    setenv("LOCUS_TEST_FAKE_PCI_BUS_IDS", "0000:3B:00.0,,0:3b:0.0", 1);
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.ignore_environment = 1;
+    options.calibration = "nominal";
+    options.backends = "cuda";
+    options.plugin_path = plugin_path;
+    locus_context *ctx = NULL;
+    TEST_OK(locus_context_create(&options, &ctx));
+    unsetenv("LOCUS_TEST_FAKE_DEVICE_COUNT");
+    unsetenv("LOCUS_TEST_FAKE_PCI_BUS_IDS");
+    locus_device *dev[3] = {NULL, NULL, NULL};
+    for (int i = 0; ctx && i < 3; i++) {
+        char selector[16];
+        snprintf(selector, sizeof selector, "cuda:%d", i);
+        TEST_OK(locus_device_find(ctx, selector, &dev[i]));
+    }
+    if (!dev[0] || !dev[1] || !dev[2]) {
+        locus_context_destroy(ctx);
+        return;
+    }
+    static const char *const want_id[3] = {"0000:3b:00.0", "", "0000:3b:00.0"};
+    for (int i = 0; i < 3; i++) {
+        locus_device_info info;
+        locus_device_info_init(&info);
+        TEST_OK(locus_device_get_info(dev[i], &info));
+        TEST_EXPECT(strcmp(info.pci_bus_id, want_id[i]) == 0,
+                    "cuda:%d pci_bus_id '%s', want '%s'", i, info.pci_bus_id,
+                    want_id[i]);
+    }
+    /* A caller built before the field gets the fields it knows only. */
+    locus_device_info old;
+    memset(&old, 'x', sizeof old);
+    old.struct_size = offsetof(locus_device_info, pci_bus_id);
+    TEST_OK(locus_device_get_info(dev[0], &old));
+    TEST_EXPECT(old.struct_size == offsetof(locus_device_info, pci_bus_id) &&
+                    old.pci_bus_id[0] == 'x',
+                "an older caller's info: struct_size %zu, pci_bus_id written",
+                old.struct_size);
+
+    size_t rows[3] = {99, 99, 99};
+    /* Control: two different devices share the rows. */
+    locus_device *distinct[] = {dev[0], dev[1]};
+    if (fresh_plan(ctx, distinct, 2, NULL, false, rows, ""))
+        TEST_EXPECT(rows[0] > 0 && rows[1] > 0,
+                    "cuda:0+cuda:1 (two devices): %zu+%zu rows", rows[0],
+                    rows[1]);
+    locus_device *views[] = {dev[0], dev[2]};
+    if (fresh_plan(ctx, views, 2, NULL, true, rows, "cuda:0+cuda:2"))
+        TEST_EXPECT(rows[0] == 64 && rows[1] == 0,
+                    "cuda:0+cuda:2 (one device): %zu+%zu rows, want 64+0",
+                    rows[0], rows[1]);
+    locus_device *views_back[] = {dev[2], dev[0]};
+    if (fresh_plan(ctx, views_back, 2, NULL, false, rows, ""))
+        TEST_EXPECT(rows[0] == 64 && rows[1] == 0,
+                    "cuda:2+cuda:0 (one device): %zu+%zu rows, want 64+0",
+                    rows[0], rows[1]);
+    /* With a third, distinct device: the two views count once. */
+    locus_device *trio[] = {dev[0], dev[1], dev[2]};
+    if (fresh_plan(ctx, trio, 3, NULL, true, rows, "cuda:0+cuda:1+cuda:2"))
+        TEST_EXPECT(rows[0] > 0 && rows[1] > 0 && rows[2] == 0,
+                    "cuda:0+cuda:1+cuda:2: %zu+%zu+%zu rows, want cuda:2 "
+                    "none",
+                    rows[0], rows[1], rows[2]);
+    /* Given weights are the caller's plan and are kept. */
+    double weights[] = {1, 1};
+    if (fresh_plan(ctx, views, 2, weights, true, rows, "cuda:0+cuda:2 1:1"))
+        TEST_EXPECT(rows[0] == 32 && rows[1] == 32,
+                    "cuda:0+cuda:2 weighted 1:1: %zu+%zu rows", rows[0],
+                    rows[1]);
+    locus_context_destroy(ctx);
+}
+
 static locus_context *make_context(const char *plugin_path)
 {
     locus_context_options options;
@@ -521,6 +625,7 @@ int main(int argc, char **argv)
 
     test_rows();
     test_small_cpu_block_left_out(path);
+    test_same_hardware(path);
     locus_device *pair[] = {cpu, fake, NULL};
     test_shapes(context, pair, 2, "cpu+fake");
     locus_device *fake_first[] = {fake, cpu};

@@ -231,6 +231,13 @@ static void write_device_json(json_writer *json, const locus_device_info *info)
     json_uint(json, info->memory_bytes);
     json_key(json, "compute_units");
     json_int(json, info->compute_units);
+    /* null when unknown (CPU devices, OpenCL without a PCI extension). */
+    json_key(json, "pci_bus_id");
+    if (info->pci_bus_id[0] != '\0') {
+        json_string(json, info->pci_bus_id);
+    } else {
+        json_null(json);
+    }
     json_end_object(json);
 }
 
@@ -449,11 +456,11 @@ static void print_backends(const machine_view *view)
 
 static void print_devices(const machine_view *view)
 {
-    static const char *const headers[] = {"selector",      "kind",   "name",
-                                          "vendor",        "NUMA",   "memory",
-                                          "compute units", "version"};
+    static const char *const headers[] = {"selector",      "kind",    "name",
+                                          "vendor",        "NUMA",    "memory",
+                                          "compute units", "version", "PCI"};
     table devices;
-    table_init(&devices, 8, headers);
+    table_init(&devices, 9, headers);
     table_align_right(&devices, 5);
     table_align_right(&devices, 6);
     for (size_t i = 0; i < view->device_count; ++i) {
@@ -471,6 +478,8 @@ static void print_devices(const machine_view *view)
         table_set(&devices, 5, "%s", memory);
         table_set(&devices, 6, "%d", info->compute_units);
         table_set(&devices, 7, "%s", info->version);
+        table_set(&devices, 8, "%s",
+                  info->pci_bus_id[0] != '\0' ? info->pci_bus_id : "-");
     }
     printf("\ndevices\n");
     if (view->device_count == 0) {

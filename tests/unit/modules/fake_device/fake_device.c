@@ -19,8 +19,11 @@ typedef struct fake_state {
  * LOCUS_TEST_FAKE_GEMM_FAILS=1 every gemm halfway, after it has scribbled
  * over its output (a device that runs out of memory mid-op), and
  * LOCUS_TEST_FAKE_NUMA_MASK gives the device nearest NUMA nodes (a mask of
- * OS node numbers), for the transfer accounting tests, and
- * LOCUS_TEST_FAKE_DEVICE_COUNT makes that many identical devices (1). */
+ * OS node numbers), for the transfer accounting tests,
+ * LOCUS_TEST_FAKE_DEVICE_COUNT makes that many identical devices (1), and
+ * LOCUS_TEST_FAKE_PCI_BUS_IDS gives them PCI addresses: a comma list, the
+ * i-th item device i's pci_bus_id as written (the runtime makes it
+ * canonical), an empty item or a missing one none. */
 static locus_status init(const locus_services *services, void *runtime,
                          void **state, size_t *device_count, char *reason,
                          size_t reason_size)
@@ -42,10 +45,29 @@ static void fini(void *state)
     free(state);
 }
 
+/* Item `device` of LOCUS_TEST_FAKE_PCI_BUS_IDS into info->pci_bus_id. */
+static void describe_pci(size_t device, locus_device_info *info)
+{
+    const char *list = getenv("LOCUS_TEST_FAKE_PCI_BUS_IDS");
+    for (size_t i = 0; list && i < device; i++) {
+        list = strchr(list, ',');
+        if (list)
+            list++;
+    }
+    if (!list)
+        return;
+    size_t length = strcspn(list, ",");
+    if (length >= sizeof info->pci_bus_id)
+        length = sizeof info->pci_bus_id - 1;
+    memcpy(info->pci_bus_id, list, length);
+    info->pci_bus_id[length] = '\0';
+}
+
 static locus_status describe(void *state, size_t device,
                              locus_device_info *info)
 {
-    (void)state, (void)device;
+    (void)state;
+    describe_pci(device, info);
     snprintf(info->name, sizeof info->name, "fake device");
     snprintf(info->vendor, sizeof info->vendor, "locus tests");
     info->kind = LOCUS_DEVICE_GPU;
