@@ -448,6 +448,8 @@ static void test_errors(void)
 }
 
 static locus_context *make_context(const char *plugin_path);
+static locus_context *make_context_of(const char *plugin_path,
+                                      const char *backends);
 
 /* A CPU block too small to keep its workers busy, which would finish after
  * the device's, is left out of the plan; a larger one stays. Two workers,
@@ -518,14 +520,7 @@ static void test_same_hardware(const char *plugin_path)
     printf("two views of one device\n");
     setenv("LOCUS_TEST_FAKE_DEVICE_COUNT", "3", 1);
     setenv("LOCUS_TEST_FAKE_PCI_BUS_IDS", "0000:3B:00.0,,0:3b:0.0", 1);
-    locus_context_options options;
-    locus_context_options_init(&options);
-    options.ignore_environment = 1;
-    options.calibration = "nominal";
-    options.backends = "cuda";
-    options.plugin_path = plugin_path;
-    locus_context *ctx = NULL;
-    TEST_OK(locus_context_create(&options, &ctx));
+    locus_context *ctx = make_context_of(plugin_path, "cuda");
     unsetenv("LOCUS_TEST_FAKE_DEVICE_COUNT");
     unsetenv("LOCUS_TEST_FAKE_PCI_BUS_IDS");
     locus_device *dev[3] = {NULL, NULL, NULL};
@@ -590,18 +585,24 @@ static void test_same_hardware(const char *plugin_path)
     locus_context_destroy(ctx);
 }
 
-static locus_context *make_context(const char *plugin_path)
+static locus_context *make_context_of(const char *plugin_path,
+                                      const char *backends)
 {
     locus_context_options options;
     locus_context_options_init(&options);
     options.ignore_environment = 1;
     /* Nominal rates: a test measures nothing it does not check. */
     options.calibration = "nominal";
-    options.backends = "cpu,cuda,opencl";
+    options.backends = backends;
     options.plugin_path = plugin_path;
     locus_context *made = NULL;
     TEST_OK(locus_context_create(&options, &made));
     return made;
+}
+
+static locus_context *make_context(const char *plugin_path)
+{
+    return make_context_of(plugin_path, "cpu,cuda,opencl");
 }
 
 int main(int argc, char **argv)

@@ -86,46 +86,49 @@ static locus__op_cost reduce_cost(locus_buffer *const *x, size_t floats)
                             0};
 }
 
-/* The benchmark's worst point: 2^20 floats from the host. */
-static void test_estimate_adds_the_wake_up(fixture *f)
+/* The CPU's estimate of a reduce of `floats` from the host with the
+ * workers spinning and then asleep (0 when they never fell asleep);
+ * false when the buffer could not be made. */
+static bool estimates(fixture *f, size_t floats, double *spinning,
+                      double *asleep)
 {
-    size_t floats = (size_t)1 << 20;
     locus_buffer *x = NULL;
     if (TEST_OK(locus_buffer_create(f->context, floats * sizeof(float), NULL,
                                     &x)) != LOCUS_SUCCESS)
-        return;
+        return false;
     locus__op_cost cost = reduce_cost(&x, floats);
-    double spinning = estimate_spinning(f, &cost);
-    double asleep = pool_asleep(f->context)
-                        ? locus__sched_estimate(f->context, f->cpu, &cost)
-                        : 0;
+    *spinning = estimate_spinning(f, &cost);
+    *asleep = pool_asleep(f->context)
+                  ? locus__sched_estimate(f->context, f->cpu, &cost)
+                  : 0;
+    locus_buffer_destroy(x);
+    return true;
+}
+
+/* The benchmark's worst point: 2^20 floats from the host. */
+static void test_estimate_adds_the_wake_up(fixture *f)
+{
+    double spinning, asleep;
+    if (!estimates(f, (size_t)1 << 20, &spinning, &asleep))
+        return;
     double wake = asleep - spinning;
     TEST_EXPECT(spinning > 0 && wake > 0.999 * f->rates.wake_seconds &&
                     wake < 1.001 * f->rates.wake_seconds,
                 "reduce of 2^20 floats: %g s spinning, %g s asleep; the "
                 "difference should be the wake-up, %g s",
                 spinning, asleep, f->rates.wake_seconds);
-    locus_buffer_destroy(x);
 }
 
 /* Below the CPU backend's inline size the op runs on the calling thread:
  * sleeping workers cost it nothing. */
 static void test_inline_op_wakes_nobody(fixture *f)
 {
-    size_t floats = 1024;
-    locus_buffer *x = NULL;
-    if (TEST_OK(locus_buffer_create(f->context, floats * sizeof(float), NULL,
-                                    &x)) != LOCUS_SUCCESS)
+    double spinning, asleep;
+    if (!estimates(f, 1024, &spinning, &asleep))
         return;
-    locus__op_cost cost = reduce_cost(&x, floats);
-    double spinning = estimate_spinning(f, &cost);
-    double asleep = pool_asleep(f->context)
-                        ? locus__sched_estimate(f->context, f->cpu, &cost)
-                        : 0;
     TEST_EXPECT(asleep == spinning,
                 "reduce of 1024 floats (inline): %g s asleep, %g s spinning",
                 asleep, spinning);
-    locus_buffer_destroy(x);
 }
 
 /* The same question asked with the workers spinning, then asleep: the
