@@ -60,6 +60,8 @@ const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm)
         return "mec";
     case LOCUS_CONV_IMPLICIT_GEMM:
         return "implicit";
+    case LOCUS_CONV_WINOGRAD:
+        return "winograd";
     }
     return "unknown";
 }
@@ -672,7 +674,8 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
     if (desc->algorithm != LOCUS_CONV_AUTO &&
         desc->algorithm != LOCUS_CONV_IM2COL &&
         desc->algorithm != LOCUS_CONV_MEC &&
-        desc->algorithm != LOCUS_CONV_IMPLICIT_GEMM)
+        desc->algorithm != LOCUS_CONV_IMPLICIT_GEMM &&
+        desc->algorithm != LOCUS_CONV_WINOGRAD)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "conv2d algorithm %d is unknown",
                            (int)desc->algorithm);

@@ -1,7 +1,8 @@
 /* The CPU's conv2d entry: checks what the runtime leaves to backends,
  * describes the problem once, and runs the implicit GEMM
  * (conv_implicit.c), im2col + GEMM (conv_im2col.c) or MEC (mec.c), the
- * one asked for or, for `auto`, the one the rule below picks.
+ * one asked for or, for `auto`, the one the rule below picks. Winograd
+ * (LOCUS_CONV_WINOGRAD) is CUDA's only so far: LOCUS_ERROR_NOT_SUPPORTED.
  *
  * The auto rule. The implicit GEMM does im2col's arithmetic with the same
  * register kernel but never writes the lowered matrix: measured on the
@@ -61,6 +62,10 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
     case LOCUS_CONV_MEC:
     case LOCUS_CONV_IMPLICIT_GEMM:
         break;
+    case LOCUS_CONV_WINOGRAD:
+        return services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                              "conv2d algorithm winograd is not offered on "
+                              "the cpu (im2col, mec, implicit, auto are)");
     default:
         return services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
                               "conv2d algorithm %d is unknown",

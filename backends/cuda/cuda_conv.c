@@ -18,15 +18,33 @@
  * implicit: the GEMM kernels gather the column matrix inside their tile
  * loads; no workspace, no extra pass over memory.
  *
+ * winograd, F(2x2, 3x3), 3x3 stride 1 only (conv_winograd.cu has the
+ * transforms): U = G g G^T once per call, then per chunk of images
+ * V = B^T d B over the 4x4 input tiles, the 16 products
+ * M[xi] (K x T) = U[xi] (K x C) V[xi] (C x T) as one GEMM batched over xi
+ * (in the conv's math mode), and Y = A^T m A back into NKPQ. 4 multiplies
+ * an output per (k, c) against the direct 9: 2.25x fewer, for three passes
+ * over memory. The workspace holds U, then V and M of a chunk, whose
+ * images are chosen so that all three stay under CONV_WORKSPACE_CAP (at
+ * least one image).
+ *
  * auto: im2col (as a plain GEMM, no lowering) for 1x1 stride-1 unpadded
- * filters; else implicit GEMM. On the H200 at batch 32 the implicit GEMM
- * beat im2col on every other layer of the bench set once its gathers used
- * 32-bit indexing (3x3 64->64 at 56x56: 0.40 against 0.69 ms; 7x7/2:
- * 0.35 against 0.65; 3x3 256->256 at 14x14: 0.37 against 0.45), and it
- * needs no workspace. MEC is slower on all four.
+ * filters; winograd for FP32 3x3 stride-1 layers of at least
+ * AUTO_WINOGRAD_MIN_CHANNELS input and output channels (fewer gain too
+ * little over the transforms' passes); else implicit GEMM. On the H200 at
+ * batch 32 the implicit GEMM beat im2col on every other layer of the bench
+ * set once its gathers used 32-bit indexing (3x3 64->64 at 56x56: 0.40
+ * against 0.69 ms; 7x7/2: 0.35 against 0.65; 3x3 256->256 at 14x14: 0.37
+ * against 0.45), and it needs no workspace. MEC is slower on all four. The
+ * winograd rule is not measured yet: the lead measures it on the H200
+ * (bench conv --algo winograd against --algo implicit on the 3x3 layers)
+ * and adjusts the threshold, and the math modes it covers, from that.
+ * Where auto's winograd cannot get its workspace (device out of memory),
+ * the implicit GEMM, which needs none, runs instead.
  *
  * record->workspace_bytes: the bytes of device workspace this call used
- * (the lowered chunk plus F'), not the cached allocation's size.
+ * (the lowered chunk plus F'; U, V and M), not the cached allocation's
+ * size.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +53,11 @@
 #include "cuda_kernels.h"
 
 #define CONV_WORKSPACE_CAP ((size_t)512 << 20)
+/* auto's winograd: input and output channels at least this (to be
+ * measured on the H200, see above). */
+#define AUTO_WINOGRAD_MIN_CHANNELS 16
+/* 4x4 positions of a transformed Winograd tile: one GEMM each. */
+#define WINOGRAD_POSITIONS 16
 
 typedef struct conv_run {
     cuda_state *state;
@@ -58,13 +81,24 @@ static void set_workspace(const conv_run *run, size_t bytes)
         run->op->record->workspace_bytes = bytes;
 }
 
-/* Images per chunk so that chunk * per_image <= cap, at least 1. */
-static size_t images_per_chunk(size_t batch, size_t per_image)
+/* Images per chunk so that reserved + chunk * per_image <= cap, at least
+ * 1. */
+static size_t images_per_chunk(size_t batch, size_t per_image, size_t reserved)
 {
-    size_t images = per_image > 0 ? CONV_WORKSPACE_CAP / per_image : batch;
+    const size_t cap =
+        reserved < CONV_WORKSPACE_CAP ? CONV_WORKSPACE_CAP - reserved : 0;
+    size_t images = per_image > 0 ? cap / per_image : batch;
     if (images < 1)
         images = 1;
     return images < batch ? images : batch;
+}
+
+/* A 1x1 filter with stride 1 and no padding: the image is its own column
+ * matrix. */
+static int is_pointwise(const locus__cuda_conv *cv)
+{
+    return cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
+           cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0;
 }
 
 static locus_status run_im2col(const conv_run *run)
@@ -87,8 +121,7 @@ static locus_status run_im2col(const conv_run *run)
         .batch_outer = 1,
         .c_stride = {0, kpq},
     };
-    if (cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
-        cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0) {
+    if (is_pointwise(cv)) {
         g.b = run->input;
         g.c = run->output;
         g.batch_inner = cv->batch;
@@ -99,7 +132,7 @@ static locus_status run_im2col(const conv_run *run)
                                   : launch_failed(run, err, "1x1 gemm");
     }
     const size_t per_image = crs * pq * sizeof(float);
-    const size_t chunk = images_per_chunk(cv->batch, per_image);
+    const size_t chunk = images_per_chunk(cv->batch, per_image, 0);
     void *workspace = NULL;
     locus_status status = locus__cuda_workspace(run->state, run->index,
                                                 chunk * per_image, &workspace);
@@ -135,7 +168,7 @@ static locus_status run_mec(const conv_run *run)
     /* F' first, 256-byte aligned like a cudaMalloc, then the chunk. */
     const size_t permuted_span = (permuted_bytes + 255) / 256 * 256;
     const size_t per_image = locus__cuda_mec_rows(cv) * q * sizeof(float);
-    const size_t chunk = images_per_chunk(cv->batch, per_image);
+    const size_t chunk = images_per_chunk(cv->batch, per_image, 0);
     void *workspace = NULL;
     locus_status status = locus__cuda_workspace(
         run->state, run->index, permuted_span + chunk * per_image, &workspace);
@@ -194,12 +227,136 @@ static locus_status run_implicit(const conv_run *run)
                               : launch_failed(run, err, "implicit gemm");
 }
 
+/* Bytes rounded up to 256, a cudaMalloc's alignment, so that each part of
+ * a shared workspace starts aligned for vector loads. */
+static size_t aligned_span(size_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
+
+/* U once, then per chunk V (input tiles), the batched GEMM into M, and the
+ * output transform. */
+static locus_status run_winograd(const conv_run *run)
+{
+    const locus__cuda_conv *cv = &run->cv;
+    const size_t c = cv->channels, k = cv->filters;
+    const size_t tiles = locus__cuda_winograd_tiles(cv);
+    const size_t u_bytes = WINOGRAD_POSITIONS * k * c * sizeof(float);
+    const size_t u_span = aligned_span(u_bytes);
+    /* V and M of one image; the chunk's V is padded to 256 bytes below. */
+    const size_t per_image =
+        WINOGRAD_POSITIONS * (c + k) * tiles * sizeof(float);
+    const size_t chunk = images_per_chunk(cv->batch, per_image, u_span + 256);
+    const size_t v_span =
+        aligned_span(WINOGRAD_POSITIONS * c * chunk * tiles * sizeof(float));
+    const size_t m_bytes =
+        WINOGRAD_POSITIONS * k * chunk * tiles * sizeof(float);
+    void *workspace = NULL;
+    locus_status status = locus__cuda_workspace(
+        run->state, run->index, u_span + v_span + m_bytes, &workspace);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    set_workspace(run, u_bytes + chunk * per_image);
+    float *u = workspace;
+    float *v = (float *)((char *)workspace + u_span);
+    float *m = (float *)((char *)workspace + u_span + v_span);
+    cudaError_t err =
+        locus__cuda_winograd_filter(cv, run->filter, u, run->device->stream);
+    if (err != cudaSuccess)
+        return launch_failed(run, err, "winograd filter transform");
+    for (size_t first = 0; first < cv->batch; first += chunk) {
+        const size_t images =
+            cv->batch - first < chunk ? cv->batch - first : chunk;
+        const size_t t = images * tiles;
+        err = locus__cuda_winograd_input(cv, run->input, first, images, v,
+                                         run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "winograd input transform");
+        /* M[xi] (K x T) = U[xi] (K x C) * V[xi] (C x T), xi the batch. */
+        const locus__cuda_gemm g = {
+            .math = cv->math,
+            .m = k,
+            .n = t,
+            .k = c,
+            .lda = c,
+            .ldb = t,
+            .ldc = t,
+            .alpha = 1.0f,
+            .beta = 0.0f,
+            .a = u,
+            .b = v,
+            .c = m,
+            .batch_outer = WINOGRAD_POSITIONS,
+            .batch_inner = 1,
+            .a_stride = {k * c, 0},
+            .b_stride = {c * t, 0},
+            .c_stride = {k * t, 0},
+        };
+        err = locus__cuda_gemm_run(&g, run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "winograd gemm");
+        err = locus__cuda_winograd_output(cv, m, first, images, run->output,
+                                          run->device->stream);
+        if (err != cudaSuccess)
+            return launch_failed(run, err, "winograd output transform");
+    }
+    return LOCUS_SUCCESS;
+}
+
 static locus_conv_algorithm choose(const locus__cuda_conv *cv)
 {
-    if (cv->kernel_h == 1 && cv->kernel_w == 1 && cv->stride_h == 1 &&
-        cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0)
+    if (is_pointwise(cv))
         return LOCUS_CONV_IM2COL;
+    /* FP32 only: the tensor-core GEMMs are several times faster than
+     * FP32's, so the multiplies Winograd saves weigh less against its
+     * passes over memory, and TF32's operand rounding grows through the
+     * transforms (scripts/winograd-error.py). Not measured yet. */
+    if (cv->math == (int)LOCUS_MATH_FP32 &&
+        cv->channels >= AUTO_WINOGRAD_MIN_CHANNELS &&
+        cv->filters >= AUTO_WINOGRAD_MIN_CHANNELS &&
+        locus__cuda_winograd_fits(cv))
+        return LOCUS_CONV_WINOGRAD;
     return LOCUS_CONV_IMPLICIT_GEMM;
+}
+
+/* Winograd asked for by name: NOT_SUPPORTED unless the shape is one the
+ * transforms cover. */
+static locus_status check_winograd(const cuda_state *state, size_t index,
+                                   const locus__cuda_conv *cv)
+{
+    if (cv->kernel_h != 3 || cv->kernel_w != 3 || cv->stride_h != 1 ||
+        cv->stride_w != 1)
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "cuda:%zu conv2d: winograd F(2x2, 3x3) takes 3x3 filters with "
+            "stride 1 only, not a %zux%zu filter with stride %zux%zu (im2col, "
+            "mec, implicit and auto take any)",
+            index, cv->kernel_h, cv->kernel_w, cv->stride_h, cv->stride_w);
+    if (!locus__cuda_winograd_fits(cv))
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "cuda:%zu conv2d: shape too large for winograd's 32-bit indexing "
+            "(an image, an output image, and one image's transformed filter, "
+            "input tiles and products, 16 K*C, 16 C*tiles and 16 K*tiles, "
+            "must each stay under 2^31 elements)",
+            index);
+    return LOCUS_SUCCESS;
+}
+
+static const char *algorithm_name(locus_conv_algorithm algorithm)
+{
+    switch (algorithm) {
+    case LOCUS_CONV_MEC:
+        return "mec";
+    case LOCUS_CONV_IMPLICIT_GEMM:
+        return "implicit";
+    case LOCUS_CONV_WINOGRAD:
+        return "winograd";
+    case LOCUS_CONV_AUTO:
+    case LOCUS_CONV_IM2COL:
+        break;
+    }
+    return "im2col";
 }
 
 /* The shape as the kernels take it; refuses what the runtime should have
@@ -285,10 +442,16 @@ locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
     if (algorithm == LOCUS_CONV_AUTO)
         algorithm = choose(&run.cv);
     if (algorithm != LOCUS_CONV_IM2COL && algorithm != LOCUS_CONV_MEC &&
-        algorithm != LOCUS_CONV_IMPLICIT_GEMM)
+        algorithm != LOCUS_CONV_IMPLICIT_GEMM &&
+        algorithm != LOCUS_CONV_WINOGRAD)
         return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                      "conv2d algorithm %d is unknown",
                                      (int)desc->algorithm);
+    if (algorithm == LOCUS_CONV_WINOGRAD) {
+        status = check_winograd(state, index, &run.cv);
+        if (status != LOCUS_SUCCESS)
+            return status;
+    }
     status = locus__cuda_begin(state, index, &run.device);
     if (status != LOCUS_SUCCESS)
         return status;
@@ -299,17 +462,26 @@ locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
     case LOCUS_CONV_IMPLICIT_GEMM:
         status = run_implicit(&run);
         break;
-    default:
+    case LOCUS_CONV_WINOGRAD:
+        status = run_winograd(&run);
+        /* auto's choice needs workspace the implicit GEMM does not: when
+         * the device has none to give, that one runs (it writes every
+         * output, whatever the transforms already wrote). */
+        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY &&
+            desc->algorithm == LOCUS_CONV_AUTO) {
+            algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+            status = run_implicit(&run);
+        }
+        break;
+    case LOCUS_CONV_AUTO:
+    case LOCUS_CONV_IM2COL:
         status = run_im2col(&run);
         break;
     }
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "conv2d");
     if (status == LOCUS_SUCCESS)
-        locus__cuda_set_algorithm(op, algorithm == LOCUS_CONV_MEC ? "mec"
-                                      : algorithm == LOCUS_CONV_IMPLICIT_GEMM
-                                          ? "implicit"
-                                          : "im2col");
+        locus__cuda_set_algorithm(op, algorithm_name(algorithm));
     locus__cuda_end(run.device);
     return status;
 }

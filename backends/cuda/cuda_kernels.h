@@ -121,6 +121,31 @@ cudaError_t locus__cuda_conv_implicit(const locus__cuda_conv *cv,
                                       const float *input, const float *filter,
                                       float *output, cudaStream_t stream);
 
+/* ---- conv2d by Winograd F(2x2, 3x3) (conv_winograd.cu) ---- */
+
+/* Nonzero when cv is a 3x3 stride-1 convolution whose image, output image,
+ * padded extents, and U, V and M of one image each fit the transforms'
+ * 32-bit indexing. */
+int locus__cuda_winograd_fits(const locus__cuda_conv *cv);
+/* 2x2 output tiles of one image: ceil(P / 2) * ceil(Q / 2). */
+size_t locus__cuda_winograd_tiles(const locus__cuda_conv *cv);
+/* U[16][K][C] = G g G^T: the filter transformed, position-major. */
+cudaError_t locus__cuda_winograd_filter(const locus__cuda_conv *cv,
+                                        const float *filter, float *u,
+                                        cudaStream_t stream);
+/* V[16][C][T] = B^T d B over the 4x4 input tiles of images
+ * [first, first + images), T = images * tiles, tiles image-major. */
+cudaError_t locus__cuda_winograd_input(const locus__cuda_conv *cv,
+                                       const float *input, size_t first,
+                                       size_t images, float *v,
+                                       cudaStream_t stream);
+/* Output images [first, first + images) from the products M[16][K][T]:
+ * Y = A^T m A per 2x2 tile, the parts past P x Q dropped. */
+cudaError_t locus__cuda_winograd_output(const locus__cuda_conv *cv,
+                                        const float *m, size_t first,
+                                        size_t images, float *output,
+                                        cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,8 @@
  * no faster than it copies, and the lowerings there copy whole rows
  * (LOCUS_ERROR_NOT_SUPPORTED when asked for by name).
  *
+ * winograd (CUDA only so far): LOCUS_ERROR_NOT_SUPPORTED.
+ *
  * auto: im2col for 1x1 stride-1 unpadded filters (no lowering at all: the
  * plain GEMM). Otherwise, with the GPU kernels, the implicit GEMM where
  * the shape fits its indexing, as the CUDA backend chooses (cuda_conv.c):
@@ -564,6 +566,12 @@ locus_status locus__opencl_conv2d(void *opaque, size_t index,
     if (status != LOCUS_SUCCESS)
         return status;
     locus_conv_algorithm algorithm = desc->algorithm;
+    if (algorithm == LOCUS_CONV_WINOGRAD)
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "conv2d algorithm winograd is not offered on opencl:%zu (im2col, "
+            "mec, auto are, and implicit with the gpu kernels)",
+            index);
     if (algorithm != LOCUS_CONV_AUTO && algorithm != LOCUS_CONV_IM2COL &&
         algorithm != LOCUS_CONV_MEC && algorithm != LOCUS_CONV_IMPLICIT_GEMM)
         return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,

@@ -45,7 +45,7 @@ for run in 1 2 3; do bench reduce --device cuda:0 --size 1024 --repeat 200; done
 for math in fp32 tf32 3xtf32; do
     bench gemm --device cuda:0 --size 1024,2048,4096,8192 --math "$math"
 done
-for algo in auto im2col implicit; do bench conv --device cuda:0 $conv32 --algo "$algo"; done
+for algo in auto im2col implicit winograd; do bench conv --device cuda:0 $conv32 --algo "$algo"; done
 bench reduce --device opencl:1 --size 1048576,16777216,268435456
 bench gemm --device opencl:1 --size 1024,4096,8192
 bench conv --device opencl:1 $conv32

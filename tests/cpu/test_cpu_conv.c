@@ -2,8 +2,9 @@
  * and 2, padding 0, 1 and 3, square and non-square kernels from 1 to 7,
  * batch 1 and 3, several input channels, odd image sizes, the output
  * poisoned with NaN beforehand; each algorithm (im2col, MEC, implicit
- * GEMM, auto); the record. test_cpu_mec.c and test_cpu_conv_implicit.c
- * hold MEC's and the implicit GEMM's own tests. */
+ * GEMM, auto); the record; winograd, which the CPU does not offer,
+ * refused. test_cpu_mec.c and test_cpu_conv_implicit.c hold MEC's and the
+ * implicit GEMM's own tests. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,45 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
     }
 }
 
+/* Winograd is CUDA's only so far: the CPU refuses it by name, even for
+ * the 3x3 stride-1 shape it applies to, and leaves the output alone. */
+static void test_winograd_refused(locus_context *ctx, locus_device *dev)
+{
+    const conv_case cc = {1, 2, 6, 6, 3, 3, 3, 1, 1, 1, 1};
+    locus_conv2d_desc desc;
+    conv_describe(&cc, &desc);
+    desc.algorithm = LOCUS_CONV_WINOGRAD;
+    TEST_EXPECT(strcmp(locus_conv_algorithm_str(desc.algorithm), "winograd") ==
+                    0,
+                "locus_conv_algorithm_str(LOCUS_CONV_WINOGRAD) is \"%s\"",
+                locus_conv_algorithm_str(desc.algorithm));
+    float *in = test_random_floats(cc.n * cc.c * cc.h * cc.w);
+    float *f = test_random_floats(cc.k * cc.c * cc.r * cc.s);
+    locus_buffer *bin = NULL, *bf = NULL, *bout = NULL;
+    if (!TEST_EXPECT(in && f, "winograd refusal: out of memory"))
+        goto free_host;
+    bin = test_upload_floats(ctx, in, cc.n * cc.c * cc.h * cc.w);
+    bf = test_upload_floats(ctx, f, cc.k * cc.c * cc.r * cc.s);
+    if (!bin || !bf ||
+        TEST_OK(locus_buffer_create(ctx, cc.n * cc.k * 6 * 6 * sizeof(float),
+                                    NULL, &bout)) != LOCUS_SUCCESS)
+        goto destroy_buffers;
+    locus_status status = locus_conv2d(ctx, dev, &desc, bin, bf, bout, NULL);
+    TEST_EXPECT(status == LOCUS_ERROR_NOT_SUPPORTED &&
+                    strstr(locus_last_error(), "winograd") != NULL,
+                "winograd conv2d on the cpu: %s (%s), expected "
+                "LOCUS_ERROR_NOT_SUPPORTED naming winograd",
+                locus_status_name(status), locus_last_error());
+
+destroy_buffers:
+    locus_buffer_destroy(bin);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bout);
+free_host:
+    free(in);
+    free(f);
+}
+
 int main(int argc, char **argv)
 {
     test_seed(argc, argv);
@@ -155,6 +195,7 @@ int main(int argc, char **argv)
     if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
         test_square(ctx, dev, 1);
         test_odd_shapes(ctx, dev);
+        test_winograd_refused(ctx, dev);
     }
 
     size_t at = 0;

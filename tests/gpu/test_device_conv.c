@@ -1,11 +1,14 @@
 /* Conv2d on the device under test (device_test.h) against a float64 direct
  * loop: every algorithm the backend offers (im2col, MEC, implicit GEMM on
- * CUDA and with OpenCL's GPU kernels, auto) over strides 1 and 2, padding
- * 0, 1 and 3, filters 1, 3, 5 and 7 (non-square images, batch 1 and 3),
- * the math modes on the 3x3 filters and on larger layers; outputs poisoned
- * with NaN before each run; the record names the algorithm and its
- * workspace. Where the implicit GEMM is offered, a shape past its 32-bit
- * indexing is refused; where it is not, asking for it is. */
+ * CUDA and with OpenCL's GPU kernels, Winograd F(2x2, 3x3) on CUDA's 3x3
+ * stride-1 cases, auto) over strides 1 and 2, padding 0, 1 and 3 (and 2 in
+ * a larger case), filters 1, 3, 5 and 7 (non-square images, batch 1 and
+ * 3), the math modes on the 3x3 filters and on larger layers; outputs
+ * poisoned with NaN before each run; the record names the algorithm and
+ * its workspace. Where the implicit GEMM is offered, a shape past its
+ * 32-bit indexing is refused; where it is not, asking for it is. Winograd
+ * asked for on OpenCL, or on CUDA for a shape other than 3x3 stride 1, is
+ * refused. */
 #include <string.h>
 
 #include "device_test.h"
@@ -15,10 +18,62 @@ typedef struct conv_case {
 } conv_case;
 
 static const char *const algorithm_names[] = {"auto", "im2col", "mec",
-                                              "implicit"};
-static double worst[3];
+                                              "implicit", "winograd"};
+static double worst[3], worst_winograd[3];
 /* Whether the device under test offers the implicit GEMM (main). */
 static int has_implicit;
+
+/* Winograd F(2x2, 3x3) computes each 2x2 output tile together: its
+ * transforms add and subtract the tile's inputs and products, so an
+ * output's rounding error scales with the terms of its whole tile, not
+ * with its own (an output that is mostly padding can have far smaller
+ * terms than its neighbours). Its error is therefore measured against the
+ * largest sum of |terms| among the outputs of its tile (tile_magnitude).
+ * scripts/winograd-error.py emulates the algorithm in float32 on these
+ * cases (40 random draws each): the worst error in that metric was 3.9
+ * units of 2^-24 in fp32, 2.4 units of 2^-11 in tf32 (2.8 if the operands
+ * are truncated rather than rounded), 0.8 units of 2^-21 in 3xtf32, and
+ * it shrinks as C grows. The tolerance is cuda_test_tolerance's with 16
+ * units of the input roundoff instead of 4, that is 4x the worst seen, and
+ * the same sqrt(terms) allowance for the GEMM's accumulation order. In
+ * the direct sum's metric (each output's own terms) the same emulation
+ * saw up to 38 units of 2^-24 at outputs of the pad-3 cases. */
+static double winograd_tolerance(size_t terms, double input_roundoff)
+{
+    return 16.0 * input_roundoff + 4.0 * sqrt((double)terms) * 0x1p-24;
+}
+
+/* tile[i]: the largest magnitude[] among the outputs of output i's 2x2
+ * Winograd tile (rows p & ~1 .. +1, columns q & ~1 .. +1, inside P x Q). */
+static void tile_magnitude(size_t planes, size_t p_count, size_t q_count,
+                           const double *magnitude, double *tile)
+{
+    for (size_t plane = 0; plane < planes; plane++) {
+        const double *m = magnitude + plane * p_count * q_count;
+        double *out = tile + plane * p_count * q_count;
+        for (size_t p = 0; p < p_count; p++)
+            for (size_t q = 0; q < q_count; q++) {
+                double largest = 0.0;
+                for (size_t y = p & ~(size_t)1; y <= (p | 1); y++)
+                    for (size_t x = q & ~(size_t)1; x <= (q | 1); x++)
+                        if (y < p_count && x < q_count &&
+                            m[y * q_count + x] > largest)
+                            largest = m[y * q_count + x];
+                out[p * q_count + q] = largest;
+            }
+    }
+}
+
+/* Whether the loop below runs `algorithm` on case t. */
+static int offered(const conv_case *t, int algorithm)
+{
+    if (algorithm == LOCUS_CONV_IMPLICIT_GEMM)
+        return has_implicit;
+    if (algorithm == LOCUS_CONV_WINOGRAD)
+        return DEVICE_TEST_HAS_WINOGRAD_CONV && t->kernel == 3 &&
+               t->stride == 1;
+    return 1;
+}
 
 static size_t extent(size_t in, size_t kernel, size_t stride, size_t pad)
 {
@@ -80,18 +135,22 @@ static void check_case(locus_context *context, locus_device *gpu,
     float *output = malloc(out_count * sizeof(float));
     double *expected = malloc(out_count * sizeof(double));
     double *magnitude = malloc(out_count * sizeof(double));
-    CHECK(input && filter && output && expected && magnitude, "malloc");
-    if (!(input && filter && output && expected && magnitude))
+    double *tile = malloc(out_count * sizeof(double));
+    CHECK(input && filter && output && expected && magnitude && tile, "malloc");
+    if (!(input && filter && output && expected && magnitude && tile))
         goto free_host;
     cuda_test_fill(input, in_count);
     cuda_test_fill(filter, f_count);
     reference(t, input, filter, expected, magnitude);
+    tile_magnitude(t->batch * t->filters, p_count, q_count, magnitude, tile);
     locus_buffer *bi = cuda_test_buffer(context, input, in_count);
     locus_buffer *bf = cuda_test_buffer(context, filter, f_count);
     const size_t terms = t->channels * t->kernel * t->kernel;
     for (int math = 0; math < (all_modes ? 3 : 1); math++)
-        for (int algorithm = 0; algorithm < (has_implicit ? 4 : 3) && bi && bf;
+        for (int algorithm = 0; algorithm <= LOCUS_CONV_WINOGRAD && bi && bf;
              algorithm++) {
+            if (!offered(t, algorithm))
+                continue;
             locus_buffer *bo = cuda_test_buffer(context, NULL, out_count);
             if (bo == NULL)
                 break;
@@ -121,18 +180,24 @@ static void check_case(locus_context *context, locus_device *gpu,
             CHECK(status == LOCUS_SUCCESS, "%s: %s", label, locus_last_error());
             if (status == LOCUS_SUCCESS &&
                 cuda_test_read(bo, output, out_count)) {
+                /* auto may pick winograd too: the record says what ran. */
+                const int winograd = strcmp(record.algorithm, "winograd") == 0;
+                const double *scale = winograd ? tile : magnitude;
                 double error = 0.0;
                 size_t where = 0;
                 for (size_t i = 0; i < out_count; i++) {
                     double e =
-                        cuda_test_error(output[i], expected[i], magnitude[i]);
+                        cuda_test_error(output[i], expected[i], scale[i]);
                     if (!(e <= error)) {
                         error = e;
                         where = i;
                     }
                 }
                 double tolerance =
-                    cuda_test_tolerance(terms, cuda_test_math_roundoff[math]);
+                    winograd ? winograd_tolerance(terms,
+                                                  cuda_test_math_roundoff[math])
+                             : cuda_test_tolerance(
+                                   terms, cuda_test_math_roundoff[math]);
                 CHECK(error <= tolerance,
                       "%s (record: %s, workspace %llu): relative error %.3g "
                       "at output %zu (got %.9g, expected %.9g), tolerance "
@@ -149,14 +214,18 @@ static void check_case(locus_context *context, locus_device *gpu,
                     CHECK(record.workspace_bytes == 0,
                           "%s: implicit GEMM reports %llu workspace bytes",
                           label, (unsigned long long)record.workspace_bytes);
+                if (winograd)
+                    CHECK(record.workspace_bytes > 0,
+                          "%s: winograd reports no workspace", label);
                 if (algorithm == 1 && t->kernel > 1)
                     CHECK(record.workspace_bytes >=
                               terms * p_count * q_count * sizeof(float),
                           "%s: im2col reports %llu workspace bytes, less "
                           "than one image's columns",
                           label, (unsigned long long)record.workspace_bytes);
-                if (!(error <= worst[math]))
-                    worst[math] = error;
+                double *worst_here = winograd ? worst_winograd : worst;
+                if (!(error <= worst_here[math]))
+                    worst_here[math] = error;
             }
             locus_buffer_destroy(bo);
         }
@@ -168,6 +237,7 @@ free_host:
     free(output);
     free(expected);
     free(magnitude);
+    free(tile);
 }
 
 /* Whether the implicit GEMM is offered: always on CUDA; on OpenCL with
@@ -242,6 +312,35 @@ static void check_implicit_refused(locus_context *context, locus_device *gpu)
     locus_buffer_destroy(bo);
 }
 
+/* A conv2d asking for winograd that must be refused; `why` names it. */
+static void check_winograd_refused(locus_context *context, locus_device *gpu,
+                                   size_t kernel_h, size_t kernel_w,
+                                   size_t stride, const char *why)
+{
+    float x[25] = {0};
+    locus_buffer *bi = cuda_test_buffer(context, x, 25);
+    locus_buffer *bf = cuda_test_buffer(context, x, 25);
+    locus_buffer *bo = cuda_test_buffer(context, NULL, 25);
+    locus_conv2d_desc desc;
+    locus_conv2d_desc_init(&desc);
+    desc.batch = desc.in_channels = desc.out_channels = 1;
+    desc.in_height = desc.in_width = 5;
+    desc.kernel_height = kernel_h;
+    desc.kernel_width = kernel_w;
+    desc.stride_h = desc.stride_w = stride;
+    desc.algorithm = LOCUS_CONV_WINOGRAD;
+    locus_status status =
+        bi && bf && bo ? locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL)
+                       : LOCUS_ERROR_OUT_OF_MEMORY;
+    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED &&
+              strstr(locus_last_error(), "winograd") != NULL,
+          "winograd conv, %s, on " DEVICE_TEST_BACKEND ": %s (%s)", why,
+          locus_status_name(status), locus_last_error());
+    locus_buffer_destroy(bi);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bo);
+}
+
 int main(void)
 {
     locus_context *context = NULL;
@@ -265,14 +364,16 @@ int main(void)
                 }
     /* Vector paths (sizes multiples of 4) and a real channel count; more
      * than 64 filters (the GPU kernels' 128-row tiles, 64-row ones below),
-     * depths and positions off the tiles. The last: a depth of 1170 on a
-     * grid of two blocks, which CUDA's FP32 implicit GEMM splits in two
-     * halves of k adding into the output (conv.cu, conv_k_splits). */
+     * depths and positions off the tiles. 130 -> 100 at 9x7: a depth of
+     * 1170 on a grid of two blocks, which CUDA's FP32 implicit GEMM splits
+     * in two halves of k adding into the output (conv.cu, conv_k_splits).
+     * The last: padding 2, so Winograd's 4x4 input tiles reach past the
+     * padding and its output tiles are cut at the far edge (P 11). */
     const conv_case larger[] = {
         {2, 32, 28, 28, 64, 3, 1, 1}, {2, 16, 8, 8, 32, 1, 1, 0},
         {3, 8, 32, 32, 16, 7, 2, 3},  {2, 19, 10, 9, 130, 3, 1, 1},
         {2, 5, 17, 15, 96, 5, 2, 2},  {1, 8, 12, 12, 65, 1, 1, 0},
-        {2, 130, 9, 7, 100, 3, 1, 1},
+        {2, 130, 9, 7, 100, 3, 1, 1}, {3, 4, 9, 10, 6, 3, 1, 2},
     };
     for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++)
         check_case(context, gpu, &larger[i], 1);
@@ -280,9 +381,17 @@ int main(void)
         check_implicit_too_large(context, gpu);
     else
         check_implicit_refused(context, gpu);
+    if (DEVICE_TEST_HAS_WINOGRAD_CONV) {
+        check_winograd_refused(context, gpu, 5, 5, 1, "5x5 filter");
+        check_winograd_refused(context, gpu, 3, 3, 2, "stride 2");
+        check_winograd_refused(context, gpu, 3, 1, 1, "3x1 filter");
+    } else {
+        check_winograd_refused(context, gpu, 3, 3, 1, "not offered");
+    }
     for (int math = 0; math < 3; math++)
-        printf("conv2d %s: worst relative error vs float64 %.3g\n",
-               cuda_test_math_names[math], worst[math]);
+        printf("conv2d %s: worst relative error vs float64 %.3g; winograd "
+               "%.3g (relative to its tile's terms)\n",
+               cuda_test_math_names[math], worst[math], worst_winograd[math]);
     locus_context_destroy(context);
     return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_conv");
 }

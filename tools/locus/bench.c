@@ -38,7 +38,8 @@ void bench_usage(FILE *out)
         "  --repeat N     timed runs after one warm-up (default 5); the best\n"
         "                 time is reported, --json has the median too\n"
         "  --math MODE    gemm and conv: fp32 (default), tf32 or 3xtf32\n"
-        "  --algo ALGO    conv: auto (default), im2col, mec or implicit\n"
+        "  --algo ALGO    conv: auto (default), im2col, mec, implicit or\n"
+        "                 winograd (3x3 stride 1, CUDA only)\n"
         "  --seed N       seed of the random inputs (default: from the "
         "clock)\n"
         "  --json         results as JSON on stdout\n"
@@ -277,6 +278,8 @@ static bool parse_conv_algorithm(const char *text,
         *algorithm = LOCUS_CONV_MEC;
     } else if (strcmp(text, "implicit") == 0) {
         *algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+    } else if (strcmp(text, "winograd") == 0) {
+        *algorithm = LOCUS_CONV_WINOGRAD;
     } else {
         return false;
     }
@@ -350,7 +353,8 @@ static int apply_value_option(bench_request *request, value_option option,
     case OPTION_ALGO:
         if (!parse_conv_algorithm(value, &request->settings.conv_algorithm)) {
             return BENCH_USAGE_ERROR(
-                "bad --algo value \"%s\" (auto, im2col, mec or implicit)",
+                "bad --algo value \"%s\" (auto, im2col, mec, implicit or "
+                "winograd)",
                 value);
         }
         request->algorithm_given = true;
