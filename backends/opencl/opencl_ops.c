@@ -145,6 +145,12 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     err = locus__opencl_enqueue_1d(device, device->reduce, args,
                                    sizeof args / sizeof args[0], groups * rwg,
                                    rwg, &failed);
+    /* Submit the kernel now, so that it runs while the read is enqueued,
+     * rather than when the blocking read flushes both. */
+    if (err == CL_SUCCESS) {
+        failed = "clFlush";
+        err = clFlush(device->queue);
+    }
     if (err == CL_SUCCESS) {
         failed = "clEnqueueReadBuffer";
         err = clEnqueueReadBuffer(device->queue, partial_buffer, CL_TRUE, 0,
