@@ -54,15 +54,19 @@ typedef struct opencl_device {
      * op on the device (opencl_program.c), released at fini. Kernel objects
      * hold their arguments, so an op holds `lock` from setting them to the
      * end of its work. gemm_short, conv_implicit and conv_implicit_short
-     * exist in the GPU variant only (NULL in the CPU one). */
+     * exist in the GPU variant only (NULL in the CPU one); the Winograd
+     * transforms (winograd.cl) in both. */
     cl_program program;
     cl_kernel gemm, reduce, im2col, mec_lower, filter_krcs;
     cl_kernel gemm_short, conv_implicit, conv_implicit_short;
+    cl_kernel winograd_filter, winograd_input, winograd_output;
     opencl_tuning tuning;
-    /* conv2d's workspaces kept between calls on CPU devices
-     * (opencl_conv.c), released with the program. */
-    cl_mem workspace[2];
-    size_t workspace_bytes[2];
+    /* conv2d's workspaces kept between calls (opencl_conv.c, workspace()):
+     * slot 0 the lowered images or Winograd's input tiles V, 1 the
+     * permuted or transformed filter, 2 Winograd's products M; released
+     * with the program. */
+    cl_mem workspace[3];
+    size_t workspace_bytes[3];
     /* The reduce's per-group partials, kept between calls (making and
      * releasing a buffer per op cost NVIDIA's OpenCL tens of
      * microseconds); grow-only, released with the program. */

@@ -302,8 +302,8 @@ static cl_program load_binary(opencl_device *device,
     return program;
 }
 
-/* The program's kernels; the last three (gpu_only) are in the GPU
- * variant's source only (gemm.cl). */
+/* The program's kernels; those marked gpu_only are in the GPU variant's
+ * source only (gemm.cl). */
 static locus_status create_kernels(opencl_state *state, size_t index,
                                    opencl_device *device)
 {
@@ -320,6 +320,9 @@ static locus_status create_kernels(opencl_state *state, size_t index,
         {&device->gemm_short, "locus_gemm_short", 1},
         {&device->conv_implicit, "locus_conv_implicit", 1},
         {&device->conv_implicit_short, "locus_conv_implicit_short", 1},
+        {&device->winograd_filter, "locus_winograd_filter", 0},
+        {&device->winograd_input, "locus_winograd_input", 0},
+        {&device->winograd_output, "locus_winograd_output", 0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (table[i].gpu_only && device->tuning.cpu_kernels)
@@ -437,11 +440,17 @@ free_source:
 
 void locus__opencl_program_release(opencl_device *device)
 {
-    cl_kernel *kernels[] = {
-        &device->gemm,          &device->reduce,
-        &device->im2col,        &device->mec_lower,
-        &device->filter_krcs,   &device->gemm_short,
-        &device->conv_implicit, &device->conv_implicit_short};
+    cl_kernel *kernels[] = {&device->gemm,
+                            &device->reduce,
+                            &device->im2col,
+                            &device->mec_lower,
+                            &device->filter_krcs,
+                            &device->gemm_short,
+                            &device->conv_implicit,
+                            &device->conv_implicit_short,
+                            &device->winograd_filter,
+                            &device->winograd_input,
+                            &device->winograd_output};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         if (*kernels[i] != NULL)
             clReleaseKernel(*kernels[i]);

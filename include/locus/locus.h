@@ -490,8 +490,8 @@ typedef enum locus_conv_algorithm {
     LOCUS_CONV_IMPLICIT_GEMM = 3,
     /* Winograd F(2x2, 3x3): 2.25x fewer multiplies than the direct sum, at
      * the cost of a workspace (the transformed filter, input tiles and
-     * products). 3x3 filters with stride 1 only (any padding); CUDA only
-     * so far: other shapes, and the CPU and OpenCL backends, return
+     * products). 3x3 filters with stride 1 only (any padding); CUDA and
+     * OpenCL only: other shapes, and the CPU backend, return
      * LOCUS_ERROR_NOT_SUPPORTED when it is asked for by name. FP32
      * arithmetic (or the math mode's, in its 16 GEMMs), but not the direct
      * sum's rounding: the transforms add and subtract neighbouring inputs
@@ -502,9 +502,10 @@ typedef enum locus_conv_algorithm {
      * about 4 units times its own output's; an output whose own terms are
      * much smaller than its neighbours' (mostly padding) can thus see tens
      * of units relative to its own (scripts/winograd-error.py). On CUDA,
-     * LOCUS_CONV_AUTO takes it for FP32 3x3 stride-1 layers with 16 or more
-     * input and output channels; ask for LOCUS_CONV_IMPLICIT_GEMM to keep
-     * the direct sum's rounding. */
+     * and on OpenCL devices with the GPU kernels, LOCUS_CONV_AUTO takes it
+     * for FP32 3x3 stride-1 layers with 16 or more input and output
+     * channels; ask for LOCUS_CONV_IMPLICIT_GEMM to keep the direct sum's
+     * rounding. */
     LOCUS_CONV_WINOGRAD = 4,
 } locus_conv_algorithm;
 

@@ -12,14 +12,11 @@
 /* 0: whether the implicit GEMM convolution is offered is decided at run
  * time (test_device_conv.c): on OpenCL only with the GPU kernels. */
 #define DEVICE_TEST_HAS_IMPLICIT_CONV 0
-/* Winograd convolution: CUDA only so far; OpenCL refuses it. */
-#define DEVICE_TEST_HAS_WINOGRAD_CONV 0
 #else
 #include "cuda_test.h"
 #define device_test_open cuda_test_open
 #define DEVICE_TEST_BACKEND "cuda"
 #define DEVICE_TEST_HAS_IMPLICIT_CONV 1
-#define DEVICE_TEST_HAS_WINOGRAD_CONV 1
 #endif
 
 #endif

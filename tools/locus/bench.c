@@ -39,7 +39,7 @@ void bench_usage(FILE *out)
         "                 time is reported, --json has the median too\n"
         "  --math MODE    gemm and conv: fp32 (default), tf32 or 3xtf32\n"
         "  --algo ALGO    conv: auto (default), im2col, mec, implicit or\n"
-        "                 winograd (3x3 stride 1, CUDA only)\n"
+        "                 winograd (3x3 stride 1, CUDA and OpenCL)\n"
         "  --seed N       seed of the random inputs (default: from the "
         "clock)\n"
         "  --json         results as JSON on stdout\n"
