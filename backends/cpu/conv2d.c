@@ -2,7 +2,8 @@
  * describes the problem once, and runs the implicit GEMM
  * (conv_implicit.c), im2col + GEMM (conv_im2col.c) or MEC (mec.c), the
  * one asked for or, for `auto`, the one the rule below picks. Winograd
- * (LOCUS_CONV_WINOGRAD) is CUDA's only so far: LOCUS_ERROR_NOT_SUPPORTED.
+ * (LOCUS_CONV_WINOGRAD) is the GPU backends' only so far:
+ * LOCUS_ERROR_NOT_SUPPORTED.
  *
  * The auto rule. The implicit GEMM does im2col's arithmetic with the same
  * register kernel but never writes the lowered matrix: measured on the

@@ -146,8 +146,8 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
     }
 }
 
-/* Winograd is CUDA's only so far: the CPU refuses it by name, even for
- * the 3x3 stride-1 shape it applies to, and leaves the output alone. */
+/* Winograd is the GPU backends' only so far: the CPU refuses it by name, even
+ * for the 3x3 stride-1 shape it applies to, and leaves the output alone. */
 static void test_winograd_refused(locus_context *ctx, locus_device *dev)
 {
     const conv_case cc = {1, 2, 6, 6, 3, 3, 3, 1, 1, 1, 1};
