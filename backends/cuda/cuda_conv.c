@@ -343,22 +343,6 @@ static locus_status check_winograd(const cuda_state *state, size_t index,
     return LOCUS_SUCCESS;
 }
 
-static const char *algorithm_name(locus_conv_algorithm algorithm)
-{
-    switch (algorithm) {
-    case LOCUS_CONV_MEC:
-        return "mec";
-    case LOCUS_CONV_IMPLICIT_GEMM:
-        return "implicit";
-    case LOCUS_CONV_WINOGRAD:
-        return "winograd";
-    case LOCUS_CONV_AUTO:
-    case LOCUS_CONV_IM2COL:
-        break;
-    }
-    return "im2col";
-}
-
 /* The shape as the kernels take it; refuses what the runtime should have
  * refused already, and shapes whose per-image index would pass 2^62. */
 static locus_status shape_of(const cuda_state *state,
@@ -481,7 +465,7 @@ locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "conv2d");
     if (status == LOCUS_SUCCESS)
-        locus__cuda_set_algorithm(op, algorithm_name(algorithm));
+        locus__cuda_set_algorithm(op, locus_conv_algorithm_ran(algorithm));
     locus__cuda_end(run.device);
     return status;
 }

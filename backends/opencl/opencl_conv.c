@@ -823,22 +823,6 @@ static locus_status check_fits(const opencl_state *state, size_t index,
     return LOCUS_SUCCESS;
 }
 
-static const char *algorithm_name(locus_conv_algorithm algorithm)
-{
-    switch (algorithm) {
-    case LOCUS_CONV_MEC:
-        return "mec";
-    case LOCUS_CONV_IMPLICIT_GEMM:
-        return "implicit";
-    case LOCUS_CONV_WINOGRAD:
-        return "winograd";
-    case LOCUS_CONV_AUTO:
-    case LOCUS_CONV_IM2COL:
-        break;
-    }
-    return "im2col";
-}
-
 /* Runs *algorithm; asked is the caller's choice. auto's winograd needs
  * workspace the implicit GEMM does not: when the device has none to give,
  * that one runs instead where it can (it writes every output, whatever
@@ -932,7 +916,7 @@ locus_status locus__opencl_conv2d(void *opaque, size_t index,
         status = locus__opencl_op_fail(state, index, run.device, err, failed,
                                        "conv2d");
     if (status == LOCUS_SUCCESS) {
-        locus__opencl_set_algorithm(op, algorithm_name(algorithm));
+        locus__opencl_set_algorithm(op, locus_conv_algorithm_ran(algorithm));
         if (op != NULL && op->record != NULL)
             op->record->workspace_bytes = run.workspace_bytes;
     }

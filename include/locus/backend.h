@@ -82,6 +82,25 @@ static inline void locus_op_set_algorithm(locus_op_context *op,
                         name);
 }
 
+/* The record's name of the conv algorithm that ran, auto resolved (a
+ * module cannot call liblocus's locus_conv_algorithm_str). */
+static inline const char *
+locus_conv_algorithm_ran(locus_conv_algorithm algorithm)
+{
+    switch (algorithm) {
+    case LOCUS_CONV_MEC:
+        return "mec";
+    case LOCUS_CONV_IMPLICIT_GEMM:
+        return "implicit";
+    case LOCUS_CONV_WINOGRAD:
+        return "winograd";
+    case LOCUS_CONV_AUTO:
+    case LOCUS_CONV_IM2COL:
+        break;
+    }
+    return "im2col";
+}
+
 typedef void (*locus_worker_fn)(void *arg, int worker, int workers);
 
 /* What the runtime offers a backend. `runtime` is the opaque handle given to
