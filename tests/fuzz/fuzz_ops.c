@@ -77,10 +77,13 @@ static size_t struct_size(stream *s, size_t right)
     return b < 0xf8 ? right : b & 0x7;
 }
 
+/* 0-4 mostly (every value of the widest enum, locus_conv_algorithm up to
+ * LOCUS_CONV_WINOGRAD, and past the end of the others), sometimes
+ * negative. */
 static int enum_value(stream *s)
 {
     unsigned b = byte(s);
-    return b < 0xe0 ? (int)(b % 4) : (int)(signed char)b;
+    return b < 0xe0 ? (int)(b % 5) : (int)(signed char)b;
 }
 
 static void setup(void)
