@@ -255,15 +255,34 @@ static int implicit_offered(locus_device *gpu)
            info.kind == LOCUS_DEVICE_GPU;
 }
 
+/* Runs desc on buffers of `elements` floats (at most 25) and checks that
+ * it is refused with LOCUS_ERROR_NOT_SUPPORTED and, where `word` is not
+ * NULL, a message naming it; `what` labels the failure. */
+static void check_refused(locus_context *context, locus_device *gpu,
+                          const locus_conv2d_desc *desc, size_t elements,
+                          const char *word, const char *what)
+{
+    float x[25] = {0};
+    locus_buffer *bi = cuda_test_buffer(context, x, elements);
+    locus_buffer *bf = cuda_test_buffer(context, x, elements);
+    locus_buffer *bo = cuda_test_buffer(context, NULL, elements);
+    locus_status status =
+        bi && bf && bo ? locus_conv2d(context, gpu, desc, bi, bf, bo, NULL)
+                       : LOCUS_ERROR_OUT_OF_MEMORY;
+    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED &&
+              (word == NULL || strstr(locus_last_error(), word) != NULL),
+          "%s on " DEVICE_TEST_BACKEND ": %s (%s)", what,
+          locus_status_name(status), locus_last_error());
+    locus_buffer_destroy(bi);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bo);
+}
+
 /* A shape past the implicit GEMM's 32-bit indexing, in tiny buffers: one
  * pixel padded by 2^31 rows above and below, strided past all but the
  * first output row (the padded height plus the kernel passes 2^31). */
 static void check_implicit_too_large(locus_context *context, locus_device *gpu)
 {
-    float x[1] = {1.0f};
-    locus_buffer *bi = cuda_test_buffer(context, x, 1);
-    locus_buffer *bf = cuda_test_buffer(context, x, 1);
-    locus_buffer *bo = cuda_test_buffer(context, NULL, 1);
     locus_conv2d_desc desc;
     locus_conv2d_desc_init(&desc);
     desc.batch = desc.in_channels = desc.out_channels = 1;
@@ -276,39 +295,20 @@ static void check_implicit_too_large(locus_context *context, locus_device *gpu)
     CHECK(locus_conv2d_output_shape(&desc, &out_h, &out_w) == LOCUS_SUCCESS &&
               out_h == 1 && out_w == 1,
           "the too-large implicit case has output %zu x %zu", out_h, out_w);
-    locus_status status =
-        bi && bf && bo ? locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL)
-                       : LOCUS_ERROR_OUT_OF_MEMORY;
-    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED &&
-              strstr(locus_last_error(), "2^31") != NULL,
-          "implicit conv with 2^32 rows of padding on " DEVICE_TEST_BACKEND
-          ": %s (%s)",
-          locus_status_name(status), locus_last_error());
-    locus_buffer_destroy(bi);
-    locus_buffer_destroy(bf);
-    locus_buffer_destroy(bo);
+    check_refused(context, gpu, &desc, 1, "2^31",
+                  "implicit conv with 2^32 rows of padding");
 }
 
 /* Where the algorithm is not offered, asking for it says so. */
 static void check_implicit_refused(locus_context *context, locus_device *gpu)
 {
-    float x[9] = {0};
-    locus_buffer *bi = cuda_test_buffer(context, x, 9);
-    locus_buffer *bf = cuda_test_buffer(context, x, 9);
-    locus_buffer *bo = cuda_test_buffer(context, NULL, 9);
     locus_conv2d_desc desc;
     locus_conv2d_desc_init(&desc);
     desc.batch = desc.in_channels = desc.out_channels = 1;
     desc.in_height = desc.in_width = 3;
     desc.kernel_height = desc.kernel_width = 1;
     desc.algorithm = LOCUS_CONV_IMPLICIT_GEMM;
-    locus_status status = locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL);
-    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED,
-          "implicit conv on " DEVICE_TEST_BACKEND ": %s (%s)",
-          locus_status_name(status), locus_last_error());
-    locus_buffer_destroy(bi);
-    locus_buffer_destroy(bf);
-    locus_buffer_destroy(bo);
+    check_refused(context, gpu, &desc, 9, NULL, "implicit conv");
 }
 
 /* A conv2d asking for winograd that must be refused; `why` names it. */
@@ -316,10 +316,6 @@ static void check_winograd_refused(locus_context *context, locus_device *gpu,
                                    size_t kernel_h, size_t kernel_w,
                                    size_t stride, const char *why)
 {
-    float x[25] = {0};
-    locus_buffer *bi = cuda_test_buffer(context, x, 25);
-    locus_buffer *bf = cuda_test_buffer(context, x, 25);
-    locus_buffer *bo = cuda_test_buffer(context, NULL, 25);
     locus_conv2d_desc desc;
     locus_conv2d_desc_init(&desc);
     desc.batch = desc.in_channels = desc.out_channels = 1;
@@ -328,16 +324,9 @@ static void check_winograd_refused(locus_context *context, locus_device *gpu,
     desc.kernel_width = kernel_w;
     desc.stride_h = desc.stride_w = stride;
     desc.algorithm = LOCUS_CONV_WINOGRAD;
-    locus_status status =
-        bi && bf && bo ? locus_conv2d(context, gpu, &desc, bi, bf, bo, NULL)
-                       : LOCUS_ERROR_OUT_OF_MEMORY;
-    CHECK(status == LOCUS_ERROR_NOT_SUPPORTED &&
-              strstr(locus_last_error(), "winograd") != NULL,
-          "winograd conv, %s, on " DEVICE_TEST_BACKEND ": %s (%s)", why,
-          locus_status_name(status), locus_last_error());
-    locus_buffer_destroy(bi);
-    locus_buffer_destroy(bf);
-    locus_buffer_destroy(bo);
+    char what[64];
+    snprintf(what, sizeof what, "winograd conv, %s,", why);
+    check_refused(context, gpu, &desc, 25, "winograd", what);
 }
 
 int main(void)
