@@ -49,21 +49,15 @@ void locus_conv2d_desc_init(locus_conv2d_desc *desc)
     desc->algorithm = LOCUS_CONV_AUTO;
 }
 
+/* The backends' names (backend.h), plus auto's and unknown values'. */
 const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm)
 {
-    switch (algorithm) {
-    case LOCUS_CONV_AUTO:
+    if (algorithm == LOCUS_CONV_AUTO)
         return "auto";
-    case LOCUS_CONV_IM2COL:
-        return "im2col";
-    case LOCUS_CONV_MEC:
-        return "mec";
-    case LOCUS_CONV_IMPLICIT_GEMM:
-        return "implicit";
-    case LOCUS_CONV_WINOGRAD:
-        return "winograd";
-    }
-    return "unknown";
+    if ((int)algorithm < (int)LOCUS_CONV_IM2COL ||
+        (int)algorithm > (int)LOCUS_CONV_WINOGRAD)
+        return "unknown";
+    return locus_conv_algorithm_ran(algorithm);
 }
 
 /* a * b, failing on overflow of size_t; `what` names the product. */
