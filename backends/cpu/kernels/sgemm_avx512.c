@@ -3,7 +3,12 @@
  * the 32 registers, 24 independent FMA chains for two 512-bit FMA pipes.
  * The same structure as the AVX2 kernel, twice as wide and twice as tall.
  * Uses AVX-512F only (what the runtime checks for LOCUS_CPU_ISA=avx512);
- * compiled with -mavx512f and called only on CPUs that have it. */
+ * compiled with -mavx512f and called only on CPUs that have it.
+ *
+ * The accumulators are 24 named variables, not an array: with acc[12][2]
+ * GCC 12-13 kept part of the tile on the stack and copied registers inside
+ * the loop, and the kernel ran at 93 GFLOP/s on one Sapphire Rapids core
+ * where this form runs at 135-175 (docs/PERFORMANCE.md, the 16-core host). */
 #include <immintrin.h>
 
 #include "kernels.h"
@@ -11,15 +16,15 @@
 #define MR LOCUS__AVX512_MR
 #define NR LOCUS__AVX512_NR
 
+/* Row i of the tile: c<i>0 and c<i>1 += a[p][i] * the two B vectors. */
 #define ROW(i, p)                                                              \
     do {                                                                       \
         __m512 ai = _mm512_set1_ps(a[(p)*MR + (i)]);                           \
-        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);                        \
-        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);                        \
+        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                            \
+        c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                            \
     } while (0)
 
-/* One step p: rank-1 update of the tile by column p of A and row p of B.
- * acc is indexed by constants only, so it lives in registers. */
+/* One step p: rank-1 update of the tile by column p of A and row p of B. */
 #define STEP(p)                                                                \
     do {                                                                       \
         __m512 b0 = _mm512_loadu_ps(b + (p)*NR);                               \
@@ -38,47 +43,57 @@
         ROW(11, p);                                                            \
     } while (0)
 
+/* beta == 0 stores alpha * acc without reading C; otherwise one rounding
+ * of alpha * acc, then one of the FMA with beta * C. */
+static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
+                             __m512 beta, int read_c)
+{
+    __m512 r0 = _mm512_mul_ps(alpha, acc0);
+    __m512 r1 = _mm512_mul_ps(alpha, acc1);
+    if (read_c) {
+        r0 = _mm512_fmadd_ps(beta, _mm512_loadu_ps(c), r0);
+        r1 = _mm512_fmadd_ps(beta, _mm512_loadu_ps(c + 16), r1);
+    }
+    _mm512_storeu_ps(c, r0);
+    _mm512_storeu_ps(c + 16, r1);
+}
+
 void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
                          size_t ldc, float alpha, float beta)
 {
-    __m512 acc[MR][2];
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
+           c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
+           c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00,
+           c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
+           c110 = c00, c111 = c00;
+
+    /* The tile of C is needed once the loop ends: start bringing it in. */
     for (int i = 0; i < MR; i++) {
-        acc[i][0] = _mm512_setzero_ps();
-        acc[i][1] = _mm512_setzero_ps();
-        /* The tile of C is needed once the loop ends: bring it in. */
         _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + (size_t)i * ldc + NR - 1), _MM_HINT_T0);
     }
 
-    size_t p = 0;
-    for (; p + 4 <= kc; p += 4) {
-        _mm_prefetch((const char *)(a + 8 * MR * 4), _MM_HINT_T0);
-        _mm_prefetch((const char *)(a + 8 * MR * 4 + 16), _MM_HINT_T0);
-        _mm_prefetch((const char *)(a + 8 * MR * 4 + 32), _MM_HINT_T0);
-        STEP(0);
-        STEP(1);
-        STEP(2);
-        STEP(3);
-        a += 4 * MR;
-        b += 4 * NR;
-    }
-    for (; p < kc; p++) {
+    /* One step per iteration, unrolled by the compiler: the hand-unrolled
+     * form made GCC copy accumulators between registers in the loop. */
+#pragma GCC unroll 4
+    for (size_t p = 0; p < kc; p++) {
         STEP(0);
         a += MR;
         b += NR;
     }
 
-    /* beta == 0 stores alpha * acc without reading C. */
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    for (int i = 0; i < MR; i++) {
-        float *ci = c + (size_t)i * ldc;
-        __m512 r0 = _mm512_mul_ps(va, acc[i][0]);
-        __m512 r1 = _mm512_mul_ps(va, acc[i][1]);
-        if (beta != 0.0f) {
-            r0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), r0);
-            r1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), r1);
-        }
-        _mm512_storeu_ps(ci, r0);
-        _mm512_storeu_ps(ci + 16, r1);
-    }
+    int read_c = beta != 0.0f;
+    store_row(c + 0 * ldc, c00, c01, va, vb, read_c);
+    store_row(c + 1 * ldc, c10, c11, va, vb, read_c);
+    store_row(c + 2 * ldc, c20, c21, va, vb, read_c);
+    store_row(c + 3 * ldc, c30, c31, va, vb, read_c);
+    store_row(c + 4 * ldc, c40, c41, va, vb, read_c);
+    store_row(c + 5 * ldc, c50, c51, va, vb, read_c);
+    store_row(c + 6 * ldc, c60, c61, va, vb, read_c);
+    store_row(c + 7 * ldc, c70, c71, va, vb, read_c);
+    store_row(c + 8 * ldc, c80, c81, va, vb, read_c);
+    store_row(c + 9 * ldc, c90, c91, va, vb, read_c);
+    store_row(c + 10 * ldc, c100, c101, va, vb, read_c);
+    store_row(c + 11 * ldc, c110, c111, va, vb, read_c);
 }
