@@ -22,6 +22,7 @@ void locus__page_map_init(locus__page_map *map, const void *memory,
                           size_t bytes)
 {
     memset(map, 0, sizeof *map);
+    atomic_init(&map->final, false);
     pthread_mutex_init(&map->lock, NULL);
     size_t page = locus__page_size();
     uintptr_t start = (uintptr_t)memory;
@@ -84,7 +85,7 @@ static bool refresh(locus__page_map *map)
         }
         done += count;
     }
-    map->final = all_placed;
+    atomic_store_explicit(&map->final, all_placed, memory_order_release);
     return true;
 }
 
@@ -94,10 +95,16 @@ bool locus__page_map_split(locus__page_map *map, const void *memory,
 {
     *local = 0;
     *remote = 0;
-    pthread_mutex_lock(&map->lock);
-    if (!map->final && !refresh(map)) {
-        pthread_mutex_unlock(&map->lock);
-        return false;
+    /* Once final, the entries no longer change: read them unlocked. */
+    bool locked = false;
+    if (!atomic_load_explicit(&map->final, memory_order_acquire)) {
+        pthread_mutex_lock(&map->lock);
+        locked = true;
+        if (!atomic_load_explicit(&map->final, memory_order_relaxed) &&
+            !refresh(map)) {
+            pthread_mutex_unlock(&map->lock);
+            return false;
+        }
     }
     size_t page = locus__page_size();
     size_t span = map->stride * page;
@@ -118,6 +125,7 @@ bool locus__page_map_split(locus__page_map *map, const void *memory,
         else
             *remote += part;
     }
-    pthread_mutex_unlock(&map->lock);
+    if (locked)
+        pthread_mutex_unlock(&map->lock);
     return true;
 }
