@@ -32,45 +32,55 @@ static inline void store6(float *d, __m256 v)
     _mm_storel_pi((__m64 *)(void *)(d + 4), _mm256_extractf128_ps(v, 1));
 }
 
+/* Steps [p, p + 8) of the six rows src[0..6) to d[step * mr + row]. */
+static inline void transpose6x8(float *d, size_t mr, const float *const *src,
+                                size_t p)
+{
+    __m256 z = _mm256_setzero_ps();
+    __m256 r0 = _mm256_loadu_ps(src[0] + p);
+    __m256 r1 = _mm256_loadu_ps(src[1] + p);
+    __m256 r2 = _mm256_loadu_ps(src[2] + p);
+    __m256 r3 = _mm256_loadu_ps(src[3] + p);
+    __m256 r4 = _mm256_loadu_ps(src[4] + p);
+    __m256 r5 = _mm256_loadu_ps(src[5] + p);
+    /* The 8x8 transpose of rows 0-5 and two zero rows: lane l of
+     * column p is row l's step p. */
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1);
+    __m256 t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3);
+    __m256 t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5);
+    __m256 t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u4 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u5 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u6 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u7 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(3, 2, 3, 2));
+    d += p * mr;
+    store6(d + 0 * mr, _mm256_permute2f128_ps(u0, u4, 0x20));
+    store6(d + 1 * mr, _mm256_permute2f128_ps(u1, u5, 0x20));
+    store6(d + 2 * mr, _mm256_permute2f128_ps(u2, u6, 0x20));
+    store6(d + 3 * mr, _mm256_permute2f128_ps(u3, u7, 0x20));
+    store6(d + 4 * mr, _mm256_permute2f128_ps(u0, u4, 0x31));
+    store6(d + 5 * mr, _mm256_permute2f128_ps(u1, u5, 0x31));
+    store6(d + 6 * mr, _mm256_permute2f128_ps(u2, u6, 0x31));
+    store6(d + 7 * mr, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* Whole panels of a multiple of six rows (the AVX2 kernel's 6, the
+ * AVX-512 kernel's 12) go six rows at a time through the transpose; the
+ * AVX-512 packing had been the scalar loop. */
 void locus__conv_pack_filter_avx2(float *a, const float *const *src, size_t kc,
                                   size_t rows, size_t mr)
 {
     size_t p = 0;
-    if (mr == 6 && rows == 6) {
-        __m256 z = _mm256_setzero_ps();
-        for (; p + 8 <= kc; p += 8) {
-            __m256 r0 = _mm256_loadu_ps(src[0] + p);
-            __m256 r1 = _mm256_loadu_ps(src[1] + p);
-            __m256 r2 = _mm256_loadu_ps(src[2] + p);
-            __m256 r3 = _mm256_loadu_ps(src[3] + p);
-            __m256 r4 = _mm256_loadu_ps(src[4] + p);
-            __m256 r5 = _mm256_loadu_ps(src[5] + p);
-            /* The 8x8 transpose of rows 0-5 and two zero rows: lane l of
-             * column p is row l's step p. */
-            __m256 t0 = _mm256_unpacklo_ps(r0, r1);
-            __m256 t1 = _mm256_unpackhi_ps(r0, r1);
-            __m256 t2 = _mm256_unpacklo_ps(r2, r3);
-            __m256 t3 = _mm256_unpackhi_ps(r2, r3);
-            __m256 t4 = _mm256_unpacklo_ps(r4, r5);
-            __m256 t5 = _mm256_unpackhi_ps(r4, r5);
-            __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-            __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-            __m256 u4 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u5 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(3, 2, 3, 2));
-            __m256 u6 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u7 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(3, 2, 3, 2));
-            float *d = a + p * 6;
-            store6(d + 0 * 6, _mm256_permute2f128_ps(u0, u4, 0x20));
-            store6(d + 1 * 6, _mm256_permute2f128_ps(u1, u5, 0x20));
-            store6(d + 2 * 6, _mm256_permute2f128_ps(u2, u6, 0x20));
-            store6(d + 3 * 6, _mm256_permute2f128_ps(u3, u7, 0x20));
-            store6(d + 4 * 6, _mm256_permute2f128_ps(u0, u4, 0x31));
-            store6(d + 5 * 6, _mm256_permute2f128_ps(u1, u5, 0x31));
-            store6(d + 6 * 6, _mm256_permute2f128_ps(u2, u6, 0x31));
-            store6(d + 7 * 6, _mm256_permute2f128_ps(u3, u7, 0x31));
-        }
+    if (mr % 6 == 0 && rows == mr) {
+        for (; p + 8 <= kc; p += 8)
+            for (size_t row = 0; row < mr; row += 6)
+                transpose6x8(a + row, mr, src + row, p);
     }
     interleave_scalar(a, src, p, kc, rows, mr);
 }
