@@ -62,6 +62,36 @@ cudaError_t locus__cuda_gemm_run(const locus__cuda_gemm *g,
 /* The kernel a call would use, for the record ("simt 128x128", ...). */
 const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g);
 
+/* A plain tf32 or 3xtf32 GEMM too small to fill a device of `sms`
+ * multiprocessors with the multistage kernel's tiles may be run with its k
+ * split into 2-8 chunks: each chunk's product into workspace, then summed
+ * into C in chunk order (the same bits every run). The device workspace
+ * that takes, in bytes; 0 when g is not split (batched, fp32, operands
+ * without 16-byte vectors, enough tiles already, or k too short). */
+size_t locus__cuda_gemm_split_workspace_bytes(const locus__cuda_gemm *g,
+                                              int sms);
+/* g with its k split, workspace holding at least
+ * locus__cuda_gemm_split_workspace_bytes(g, sms) bytes; where that is 0, the
+ * same as locus__cuda_gemm_run (workspace unused, may be NULL). */
+cudaError_t locus__cuda_gemm_run_split(const locus__cuda_gemm *g, int sms,
+                                       void *workspace, size_t workspace_bytes,
+                                       cudaStream_t stream);
+/* The kernel locus__cuda_gemm_run_split would use, for the record
+ * ("mma 3xtf32 128x128x32 k split 4", ...). */
+const char *locus__cuda_gemm_split_kernel_name(const locus__cuda_gemm *g,
+                                               int sms);
+
+/* ---- the k split's sum (gemm_split.cu) ---- */
+
+/* C = alpha (P_0 + ... + P_{parts-1}) + beta C over m x n, P_s the m x n
+ * matrix at partials + s * part_stride with leading dimension ldp, summed
+ * in that order by one thread an element (the same bits every run).
+ * beta == 0: C is not read. */
+cudaError_t locus__cuda_gemm_combine(const float *partials, size_t parts,
+                                     size_t part_stride, size_t ldp, size_t m,
+                                     size_t n, float alpha, float beta,
+                                     float *c, size_t ldc, cudaStream_t stream);
+
 /* ---- gemm on Hopper: wgmma + TMA (gemm_wgmma.cu, sm_90a only) ---- */
 
 /* Built only with LOCUS_CUDA_WGMMA (meson.build: CUDA 12.0 or newer). The

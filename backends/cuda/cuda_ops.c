@@ -167,6 +167,40 @@ static locus_status run_wgmma(const cuda_state *state, size_t index,
 }
 #endif
 
+/* Enqueues g through gemm.cu's kernels, with its k split where the grid
+ * would leave SMs idle (locus__cuda_gemm_split_workspace_bytes). Without
+ * the device workspace the split needs, g runs unsplit: slower, but not a
+ * reason to fail the call. *kernel: the name for the record. */
+static locus_status run_mma(const cuda_state *state, size_t index,
+                            const cuda_device *device,
+                            const locus__cuda_gemm *g, locus_op_context *op,
+                            const char **kernel)
+{
+    int sms = device->compute_units;
+    size_t bytes = locus__cuda_gemm_split_workspace_bytes(g, sms);
+    void *workspace = NULL;
+    if (bytes > 0) {
+        locus_status status =
+            locus__cuda_workspace(state, index, bytes, &workspace);
+        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY) {
+            sms = 0; /* no split */
+            bytes = 0;
+        } else if (status != LOCUS_SUCCESS) {
+            return status;
+        }
+    }
+    *kernel = locus__cuda_gemm_split_kernel_name(g, sms);
+    if (op != NULL && op->record != NULL)
+        op->record->workspace_bytes = bytes;
+    cudaError_t err =
+        locus__cuda_gemm_run_split(g, sms, workspace, bytes, device->stream);
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err,
+                                "gemm launch %zux%zux%zu (%s)", g->m, g->n,
+                                g->k, *kernel);
+    return LOCUS_SUCCESS;
+}
+
 /* The grid covers m in 65535 tiles of 128 rows. */
 #define GEMM_MAX_M ((size_t)65535 * 128)
 
@@ -215,14 +249,8 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
         status = run_wgmma(state, index, device, &g, op);
     }
 #endif
-    if (kernel == NULL) {
-        kernel = locus__cuda_gemm_kernel_name(&g);
-        cudaError_t err = locus__cuda_gemm_run(&g, device->stream);
-        if (err != cudaSuccess)
-            status = locus__cuda_fail(state, index, err,
-                                      "gemm launch %zux%zux%zu (%s)", desc->m,
-                                      desc->n, desc->k, kernel);
-    }
+    if (kernel == NULL)
+        status = run_mma(state, index, device, &g, op, &kernel);
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "gemm");
     if (status == LOCUS_SUCCESS)

@@ -3,7 +3,7 @@
  * transpose cases, leading dimensions larger than the rows, alpha and beta,
  * and beta == 0 with C full of NaN (C must not be read). Prints the
  * measured relative error of each mode (max |C - C64| / sum |terms| over
- * C). */
+ * C). The split cases are also run twice and must give the same bits. */
 #include "device_test.h"
 
 typedef struct gemm_case {
@@ -45,8 +45,27 @@ static const gemm_case cases[] = {
     {2100, 2100, 7, 1, 1, 1, 1.0, 0.5},
 };
 
+/* Cases the CUDA tensor-core modes run with k split (gemm.cu): fewer
+ * 128 x 128 tiles than the GPU has SMs, k at least 256, and leading
+ * dimensions that are multiples of 4 (m, n and k alike modulo 4, so one
+ * pad serves every transpose case). k 1001 and 4095 leave a shorter last
+ * chunk (a second launch, with a partial vector at the k edge); 2048 and
+ * 1024 divide evenly. The partial products are summed in a fixed order,
+ * so each call is run twice and must give the same bits; the record must
+ * name the split, so that a change that stops taking it fails here. */
+static const gemm_case split_cases[] = {
+    {201, 129, 1001, 0, 0, 3, 1.0, 0.0},  {201, 129, 1001, 1, 0, 7, 1.5, 0.5},
+    {201, 129, 1001, 0, 1, 3, -1.0, 2.0}, {201, 129, 1001, 1, 1, 3, 0.5, 0.0},
+    {256, 256, 2048, 0, 0, 0, 1.0, 0.0},  {256, 256, 2048, 1, 1, 4, 1.0, 1.0},
+    {7, 33, 4095, 0, 1, 1, 1.0, 0.5},     {1024, 1024, 1024, 0, 0, 0, 1.0, 0.0},
+};
+
 /* The largest error of each mode over all cases, reported at the end. */
 static double worst[3];
+
+/* The GPU's compute units (SMs on CUDA): k is split for grids of fewer
+ * tiles. */
+static int gpu_units;
 
 static double element(const float *x, size_t ld, int trans, size_t row,
                       size_t col)
@@ -54,8 +73,56 @@ static double element(const float *x, size_t ld, int trans, size_t row,
     return trans ? (double)x[col * ld + row] : (double)x[row * ld + col];
 }
 
+/* A split case's call again, C made from c0 again: it must give the bits
+ * of the first call, `first` (c_count floats, the padding included). On
+ * CUDA, its tensor-core modes must have taken the split (record: the
+ * first call's), with workspace for at least two partial products. */
+static void check_split(locus_context *context, locus_device *gpu,
+                        const locus_gemm_desc *desc, locus_buffer *ba,
+                        locus_buffer *bb, const float *c0, const float *first,
+                        size_t c_count, const locus_record *record, int math)
+{
+#ifndef LOCUS_TEST_BACKEND_OPENCL
+    /* tf32 takes the Hopper kernel instead where there is one (compute
+     * capability 9.0 exactly), which is not split. */
+    const size_t tiles = (desc->m + 127) / 128 * ((desc->n + 127) / 128);
+    if (math != LOCUS_MATH_FP32 &&
+        strncmp(record->algorithm, "wgmma", 5) != 0 &&
+        tiles < (size_t)gpu_units) {
+        CHECK(strstr(record->algorithm, "k split") != NULL,
+              "gemm %zux%zux%zu trans %d%d %s on %d SMs ran \"%s\", not a k "
+              "split",
+              desc->m, desc->n, desc->k, desc->trans_a == LOCUS_TRANS,
+              desc->trans_b == LOCUS_TRANS, cuda_test_math_names[math],
+              gpu_units, record->algorithm);
+        CHECK(record->workspace_bytes >= 2 * desc->m * desc->n * sizeof(float),
+              "gemm %zux%zux%zu %s (%s): workspace_bytes %llu", desc->m,
+              desc->n, desc->k, cuda_test_math_names[math], record->algorithm,
+              (unsigned long long)record->workspace_bytes);
+    }
+#else
+    (void)record;
+#endif
+    float *again = malloc(c_count * sizeof(float));
+    CHECK(again != NULL, "malloc");
+    locus_buffer *bc = cuda_test_buffer(context, c0, c_count);
+    if (again != NULL && bc != NULL) {
+        locus_status status = locus_gemm(context, gpu, desc, ba, bb, bc, NULL);
+        CHECK(status == LOCUS_SUCCESS, "gemm %zux%zux%zu %s again: %s", desc->m,
+              desc->n, desc->k, cuda_test_math_names[math], locus_last_error());
+        if (status == LOCUS_SUCCESS && cuda_test_read(bc, again, c_count))
+            CHECK(memcmp(again, first, c_count * sizeof(float)) == 0,
+                  "gemm %zux%zux%zu trans %d%d %s: a second call gave "
+                  "other bits",
+                  desc->m, desc->n, desc->k, desc->trans_a == LOCUS_TRANS,
+                  desc->trans_b == LOCUS_TRANS, cuda_test_math_names[math]);
+    }
+    locus_buffer_destroy(bc);
+    free(again);
+}
+
 static void check_case(locus_context *context, locus_device *gpu,
-                       const gemm_case *t)
+                       const gemm_case *t, int split)
 {
     const size_t a_rows = t->trans_a ? t->k : t->m;
     const size_t a_cols = t->trans_a ? t->m : t->k;
@@ -160,6 +227,9 @@ static void check_case(locus_context *context, locus_device *gpu,
                   t->m, t->n, t->k, cuda_test_math_names[math]);
             if (!(error <= worst[math]))
                 worst[math] = error;
+            if (split)
+                check_split(context, gpu, &desc, ba, bb, c0, c, c_count,
+                            &record, math);
         }
         locus_buffer_destroy(bc);
     }
@@ -181,8 +251,16 @@ int main(void)
     int opened = device_test_open(&context, &gpu, &cpu);
     if (opened != 0)
         return opened;
+    locus_device_info info;
+    locus_device_info_init(&info);
+    locus_status status = locus_device_get_info(gpu, &info);
+    CHECK(status == LOCUS_SUCCESS, "locus_device_get_info: %s",
+          locus_last_error());
+    gpu_units = info.compute_units;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_case(context, gpu, &cases[i]);
+        check_case(context, gpu, &cases[i], 0);
+    for (size_t i = 0; i < sizeof split_cases / sizeof split_cases[0]; i++)
+        check_case(context, gpu, &split_cases[i], 1);
     for (int math = 0; math < 3; math++)
         printf("gemm %s: worst relative error vs float64 %.3g "
                "(tolerance at k = 1023: %.3g)\n",
