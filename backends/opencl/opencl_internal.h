@@ -72,6 +72,12 @@ typedef struct opencl_device {
      * microseconds); grow-only, released with the program. */
     cl_mem reduce_partials;
     size_t reduce_partials_count;
+    /* Pinned host memory the partials are read into (a host-allocated
+     * buffer, mapped once): the read is then one DMA, not a copy through
+     * the driver's staging. NULL: not made yet, or not available. */
+    cl_mem reduce_staging;
+    float *reduce_staging_ptr;
+    size_t reduce_staging_count;
 } opencl_device;
 
 typedef struct opencl_state {
@@ -80,6 +86,10 @@ typedef struct opencl_state {
     size_t count;
     opencl_device *devices;
 } opencl_state;
+
+/* Unmaps and releases the reduce's pinned staging (opencl_ops.c), if any;
+ * with the program, under the device's lock. */
+void locus__opencl_release_staging(opencl_device *device);
 
 /* Adds the usable devices of one platform to state. Problems that cost
  * devices go to the log and into note, which becomes the reason when no

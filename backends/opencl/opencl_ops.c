@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "opencl_errors.h"
 #include "opencl_launch.h"
@@ -64,6 +65,77 @@ static double combine(locus_reduce_op op, double acc, double v)
     return op == LOCUS_REDUCE_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
 }
 
+void locus__opencl_release_staging(opencl_device *device)
+{
+    if (device->reduce_staging == NULL)
+        return;
+    if (device->queue != NULL && device->reduce_staging_ptr != NULL &&
+        clEnqueueUnmapMemObject(device->queue, device->reduce_staging,
+                                device->reduce_staging_ptr, 0, NULL,
+                                NULL) == CL_SUCCESS)
+        clFinish(device->queue);
+    clReleaseMemObject(device->reduce_staging);
+    device->reduce_staging = NULL;
+    device->reduce_staging_ptr = NULL;
+    device->reduce_staging_count = 0;
+}
+
+/* Pinned host memory for `groups` partials, or NULL where the driver has
+ * none to give (the caller then reads into malloc'd memory). */
+static float *reduce_staging(opencl_device *device, size_t groups)
+{
+    if (device->reduce_staging_count >= groups)
+        return device->reduce_staging_ptr;
+    locus__opencl_release_staging(device);
+    cl_int err = CL_SUCCESS;
+    cl_mem buffer = clCreateBuffer(device->context,
+                                   CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                   groups * sizeof(float), NULL, &err);
+    if (buffer == NULL || err != CL_SUCCESS)
+        return NULL;
+    void *ptr = clEnqueueMapBuffer(device->queue, buffer, CL_TRUE,
+                                   CL_MAP_READ | CL_MAP_WRITE, 0,
+                                   groups * sizeof(float), 0, NULL, NULL, &err);
+    if (ptr == NULL || err != CL_SUCCESS) {
+        clReleaseMemObject(buffer);
+        return NULL;
+    }
+    device->reduce_staging = buffer;
+    device->reduce_staging_ptr = ptr;
+    device->reduce_staging_count = groups;
+    return ptr;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Waits for `event` by polling its status for up to SPIN_SECONDS, then by
+ * clWaitForEvents. */
+#define SPIN_SECONDS 200e-6
+static cl_int wait_polling(cl_event event)
+{
+    const double start = seconds_now();
+    for (;;) {
+        cl_int status = CL_QUEUED;
+        cl_int err = clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                    sizeof status, &status, NULL);
+        if (err != CL_SUCCESS)
+            return err;
+        if (status == CL_COMPLETE)
+            return CL_SUCCESS;
+        if (status < 0)
+            return status;
+        if (seconds_now() - start > SPIN_SECONDS)
+            return clWaitForEvents(1, &event);
+    }
+}
+
+#define REDUCE_MIN_PER_ITEM 16
+
 locus_status locus__opencl_reduce(void *opaque, size_t index,
                                   const locus_reduce_desc *desc, const void *x,
                                   double *result, locus_op_context *op)
@@ -95,9 +167,13 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     const size_t rwg = device->tuning.rwg;
     size_t groups =
         (size_t)device->compute_units * device->tuning.groups_per_unit;
-    const size_t needed = (desc->count + rwg - 1) / rwg;
-    if (groups > needed)
-        groups = needed;
+    /* At least REDUCE_MIN_PER_ITEM floats a work-item: a short input
+     * spread over every group gave each work-item one float4 and left the
+     * time to the groups' trees and the partials. */
+    const size_t fed = (desc->count + rwg * REDUCE_MIN_PER_ITEM - 1) /
+                       (rwg * REDUCE_MIN_PER_ITEM);
+    if (groups > fed)
+        groups = fed;
     if (groups < 1)
         groups = 1;
     size_t per_group = (desc->count + groups - 1) / groups;
@@ -106,7 +182,14 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
 
     cl_int err = CL_SUCCESS;
     const char *failed = "";
-    float *partials = malloc(groups * sizeof *partials);
+    /* Into pinned memory where the driver gives some, and waited for by
+     * polling: on the H200 both together took a 2^20-float reduce from
+     * 20.8 to 16.0 us and an empty one from 18.2 to 12.5
+     * (docs/PERFORMANCE.md); a blocking read sleeps in the driver. */
+    float *partials = NULL;
+    float *into = reduce_staging(device, groups);
+    if (into == NULL)
+        into = partials = malloc(groups * sizeof *partials);
     if (device->reduce_partials_count < groups) {
         if (device->reduce_partials != NULL)
             clReleaseMemObject(device->reduce_partials);
@@ -120,7 +203,7 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
             device->reduce_partials = NULL;
     }
     cl_mem partial_buffer = device->reduce_partials;
-    if (partials == NULL) {
+    if (into == NULL) {
         status = state->services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                        "opencl:%zu reduce: out of host "
                                        "memory for %zu partials",
@@ -146,24 +229,34 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
                                    sizeof args / sizeof args[0], groups * rwg,
                                    rwg, &failed);
     /* Submit the kernel now, so that it runs while the read is enqueued,
-     * rather than when the blocking read flushes both. */
+     * rather than at the flush after the read. */
     if (err == CL_SUCCESS) {
         failed = "clFlush";
         err = clFlush(device->queue);
     }
     if (err == CL_SUCCESS) {
+        cl_event done = NULL;
         failed = "clEnqueueReadBuffer";
-        err = clEnqueueReadBuffer(device->queue, partial_buffer, CL_TRUE, 0,
-                                  groups * sizeof(float), partials, 0, NULL,
-                                  NULL);
+        err = clEnqueueReadBuffer(device->queue, partial_buffer, CL_FALSE, 0,
+                                  groups * sizeof(float), into, 0, NULL, &done);
+        if (err == CL_SUCCESS) {
+            failed = "clFlush";
+            err = clFlush(device->queue);
+        }
+        if (err == CL_SUCCESS) {
+            failed = "clGetEventInfo";
+            err = wait_polling(done);
+        }
+        if (done != NULL)
+            clReleaseEvent(done);
     }
     if (err != CL_SUCCESS) {
         status = op_fail(state, index, device, err, failed, "reduce");
         goto release;
     }
-    double acc = partials[0];
+    double acc = into[0];
     for (size_t g = 1; g < groups; g++)
-        acc = combine(desc->op, acc, partials[g]);
+        acc = combine(desc->op, acc, into[g]);
     *result = acc;
     locus__opencl_set_algorithm(op, "tree partials + host");
 release:

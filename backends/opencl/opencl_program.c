@@ -470,4 +470,5 @@ void locus__opencl_program_release(opencl_device *device)
         clReleaseMemObject(device->reduce_partials);
     device->reduce_partials = NULL;
     device->reduce_partials_count = 0;
+    locus__opencl_release_staging(device);
 }
