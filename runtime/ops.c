@@ -286,6 +286,19 @@ static bool worth_another_device(locus_status status)
            status == LOCUS_ERROR_BACKEND;
 }
 
+/* A device the caller did not name refused the op as not supported: an
+ * algorithm asked for by name (conv2d's winograd) that its backend lacks.
+ * The scheduler knows which ops a device offers, not which algorithms, so
+ * the op moves on to the next device. With LOCUS_STRICT=1 a device named
+ * in LOCUS_DEVICE does not: the environment asked for that device. */
+static bool unsupported_where_chosen(const op_run *run, locus_status status)
+{
+    const char *by = run->choice.chosen_by ? run->choice.chosen_by : "";
+    if (status != LOCUS_ERROR_NOT_SUPPORTED || strcmp(by, "caller") == 0)
+        return false;
+    return !(run->context->config.strict && strcmp(by, "LOCUS_DEVICE") == 0);
+}
+
 /* Chooses the device, runs the op there and, when the device fails it,
  * on the next cheapest one with a warning; with LOCUS_STRICT=1 the failure
  * is the result. The failed device's copy of an output is never left
@@ -302,7 +315,10 @@ static locus_status dispatch(op_run *run, locus_device *device,
             status = call(run, args);
             end_run(run, status, out);
         }
-        if (status == LOCUS_SUCCESS || !worth_another_device(status))
+        if (status == LOCUS_SUCCESS)
+            return status;
+        const bool unsupported = unsupported_where_chosen(run, status);
+        if (!unsupported && !worth_another_device(status))
             return status;
         const locus_device *broken = run->choice.device;
         /* The whole detail (a build log can be long), kept last. */
@@ -310,7 +326,7 @@ static locus_status dispatch(op_run *run, locus_device *device,
         snprintf(why, sizeof why, "%s", locus_last_error());
         if (locus__calibrating())
             return status; /* a failed measurement, not a failed op */
-        if (run->context->config.strict)
+        if (run->context->config.strict && !unsupported)
             return locus__fail(status,
                                "%s failed on %s, and LOCUS_STRICT=1 forbids "
                                "running it elsewhere: %s",
@@ -323,10 +339,16 @@ static locus_status dispatch(op_run *run, locus_device *device,
                                "offers it",
                                locus__op_name(cost->op), broken->info.selector,
                                why);
-        locus__log(run->context, LOCUS_LOG_WARN,
-                   "%s failed on %s (%s); running it on %s instead",
-                   locus__op_name(cost->op), broken->info.selector, why,
-                   run->choice.device->info.selector);
+        if (unsupported)
+            locus__log(run->context, LOCUS_LOG_INFO,
+                       "%s is not supported on %s (%s); running it on %s",
+                       locus__op_name(cost->op), broken->info.selector, why,
+                       run->choice.device->info.selector);
+        else
+            locus__log(run->context, LOCUS_LOG_WARN,
+                       "%s failed on %s (%s); running it on %s instead",
+                       locus__op_name(cost->op), broken->info.selector, why,
+                       run->choice.device->info.selector);
         locus__clear_error();
         status = LOCUS_SUCCESS;
     }

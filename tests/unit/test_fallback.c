@@ -1,7 +1,10 @@
 /* A device that fails mid-op, on the fake device module: without
  * LOCUS_STRICT the op runs on another device with a warning and the right
  * result; with LOCUS_STRICT=1 it is an error; either way no buffer loses its
- * data or keeps a half-written copy marked current. */
+ * data or keeps a half-written copy marked current. And an algorithm asked
+ * for by name that the chosen device lacks (conv2d's winograd on the cpu,
+ * which the fake device runs) moves the op on, unless the caller or a
+ * strict LOCUS_DEVICE named that device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +194,156 @@ static void test_allocation_failure_falls_back(void)
     locus_context_destroy(context);
 }
 
+/* A 3x3 stride-1 conv (winograd's shape) of fresh random data. */
+enum { CN = 2, CC = 3, CH = 7, CW = 6, CK = 5, CP = 7, CQ = 6 };
+
+typedef struct conv_operands {
+    float *x, *f;
+    locus_buffer *X, *F, *Y;
+} conv_operands;
+
+static conv_operands make_conv_operands(locus_context *context)
+{
+    conv_operands o;
+    o.x = test_random_floats(CN * CC * CH * CW);
+    o.f = test_random_floats(CK * CC * 9);
+    o.X = test_upload_floats(context, o.x, CN * CC * CH * CW);
+    o.F = test_upload_floats(context, o.f, CK * CC * 9);
+    float *poison = malloc(sizeof(float) * CN * CK * CP * CQ);
+    for (int i = 0; i < CN * CK * CP * CQ; i++)
+        poison[i] = NAN;
+    o.Y = test_upload_floats(context, poison, CN * CK * CP * CQ);
+    free(poison);
+    return o;
+}
+
+static void free_conv_operands(conv_operands *o)
+{
+    locus_buffer_destroy(o->X);
+    locus_buffer_destroy(o->F);
+    locus_buffer_destroy(o->Y);
+    free(o->x);
+    free(o->f);
+}
+
+static locus_conv2d_desc winograd_desc(void)
+{
+    locus_conv2d_desc desc;
+    locus_conv2d_desc_init(&desc);
+    desc.batch = CN, desc.in_channels = CC;
+    desc.in_height = CH, desc.in_width = CW;
+    desc.out_channels = CK, desc.kernel_height = 3, desc.kernel_width = 3;
+    desc.pad_h = 1, desc.pad_w = 1;
+    desc.algorithm = LOCUS_CONV_WINOGRAD;
+    return desc;
+}
+
+/* The output against a float64 direct loop, relative to the terms. */
+static double conv_error(const conv_operands *o)
+{
+    float *y = malloc(sizeof(float) * CN * CK * CP * CQ);
+    TEST_OK(locus_buffer_read(o->Y, 0, y, sizeof(float) * CN * CK * CP * CQ));
+    double worst = 0;
+    for (int n = 0; n < CN; n++)
+        for (int k = 0; k < CK; k++)
+            for (int p = 0; p < CP; p++)
+                for (int q = 0; q < CQ; q++) {
+                    double want = 0, scale = 0;
+                    for (int c = 0; c < CC; c++)
+                        for (int r = 0; r < 3; r++)
+                            for (int t = 0; t < 3; t++) {
+                                int yy = p + r - 1, xx = q + t - 1;
+                                if (yy < 0 || xx < 0 || yy >= CH || xx >= CW)
+                                    continue;
+                                double term =
+                                    (double)o->x[((n * CC + c) * CH + yy) * CW +
+                                                 xx] *
+                                    o->f[((k * CC + c) * 3 + r) * 3 + t];
+                                want += term;
+                                scale += fabs(term);
+                            }
+                    double got = y[((n * CK + k) * CP + p) * CQ + q];
+                    double err = fabs(got - want) / (scale + 1e-30);
+                    if (!(err <= worst))
+                        worst = err;
+                }
+    free(y);
+    return worst;
+}
+
+static locus_context *make_device_context(const char *device,
+                                          const char *strict)
+{
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.ignore_environment = 1;
+    options.backends = "cpu,cuda";
+    options.plugin_path = module_dir;
+    options.device = device;
+    options.strict = strict;
+    options.calibration = "nominal";
+    options.log = "error";
+    locus_context *context = NULL;
+    TEST_OK(locus_context_create(&options, &context));
+    return context;
+}
+
+static void test_unsupported_algorithm_moves_on(void)
+{
+    /* LOCUS_DEVICE=cpu picks the cpu first, which has no winograd. */
+    locus_context *context = make_device_context("cpu", NULL);
+    conv_operands o = make_conv_operands(context);
+    locus_conv2d_desc desc = winograd_desc();
+    locus_record record;
+    locus_record_init(&record);
+    TEST_OK(locus_conv2d(context, NULL, &desc, o.X, o.F, o.Y, &record));
+    TEST_EXPECT(strcmp(record.device, "cuda:0") == 0 &&
+                    strcmp(record.chosen_by, "fallback") == 0,
+                "ran on %s, chosen by %s; want cuda:0 by fallback",
+                record.device, record.chosen_by);
+    double err = conv_error(&o);
+    TEST_EXPECT(err < 1e-5, "conv after moving on: error %g", err);
+    free_conv_operands(&o);
+    locus_context_destroy(context);
+
+    /* Automatic choice, wherever it starts, ends on a device offering it. */
+    context = make_device_context("auto", "1");
+    o = make_conv_operands(context);
+    locus_record_init(&record);
+    TEST_OK(locus_conv2d(context, NULL, &desc, o.X, o.F, o.Y, &record));
+    TEST_EXPECT(strcmp(record.device, "cuda:0") == 0,
+                "automatic winograd ran on %s", record.device);
+    err = conv_error(&o);
+    TEST_EXPECT(err < 1e-5, "automatic winograd: error %g", err);
+    free_conv_operands(&o);
+    locus_context_destroy(context);
+}
+
+static void test_unsupported_algorithm_where_named(void)
+{
+    /* A strict LOCUS_DEVICE keeps its device, and so does the caller. */
+    locus_context *context = make_device_context("cpu", "1");
+    conv_operands o = make_conv_operands(context);
+    locus_conv2d_desc desc = winograd_desc();
+    TEST_ERROR(locus_conv2d(context, NULL, &desc, o.X, o.F, o.Y, NULL),
+               LOCUS_ERROR_NOT_SUPPORTED, "winograd is not offered");
+    locus_device *cpu = NULL;
+    TEST_OK(locus_device_find(context, "cpu", &cpu));
+    TEST_ERROR(locus_conv2d(context, cpu, &desc, o.X, o.F, o.Y, NULL),
+               LOCUS_ERROR_NOT_SUPPORTED, "winograd is not offered");
+    /* Nothing was written: the output is still the poison. */
+    float y[CN * CK * CP * CQ];
+    TEST_OK(locus_buffer_read(o.Y, 0, y, sizeof y));
+    int poisoned = 0;
+    for (int i = 0; i < CN * CK * CP * CQ; i++)
+        poisoned += isnan(y[i]) != 0;
+    TEST_EXPECT(poisoned == CN * CK * CP * CQ,
+                "a refused conv wrote %d outputs",
+                CN * CK * CP * CQ - poisoned);
+    free_conv_operands(&o);
+    locus_context_destroy(context);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -202,5 +355,7 @@ int main(int argc, char **argv)
     test_falls_back_without_strict();
     test_strict_fails_and_keeps_data();
     test_allocation_failure_falls_back();
+    test_unsupported_algorithm_moves_on();
+    test_unsupported_algorithm_where_named();
     return test_exit_code();
 }
