@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cpu_internal.h"
+#include "cpu_inline.h"
 #include "record.h"
 #include "scheduler.h"
 #include "status.h"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "calibration.h"
-#include "cpu_internal.h"
+#include "cpu_inline.h"
 #include "device.h"
 #include "status.h"
 
@@ -116,7 +116,7 @@ static double transfer_seconds(locus_context *context, locus_device *device,
 
 /* Whether an op of this cost goes to the pool when it runs on the CPU:
  * the CPU backend runs a job below its inline thresholds on the calling
- * thread (cpu_internal.h: a reduce by its bytes, gemm and conv2d by their
+ * thread (cpu_inline.h: a reduce by its bytes, gemm and conv2d by their
  * flops), which wakes nobody. */
 static bool uses_pool(const locus__op_cost *cost)
 {

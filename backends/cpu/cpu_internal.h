@@ -7,6 +7,7 @@
 
 #include <locus/backend.h>
 
+#include "cpu_inline.h"
 #include "gemm_workspace.h"
 #include "isa.h"
 
@@ -33,13 +34,6 @@ typedef struct locus__cpu_state {
  * an op can size its per-worker arrays from *workers. */
 locus_status locus__cpu_device_workers(const locus__cpu_state *state,
                                        size_t device, int *node, int *workers);
-
-/* About what one core does in the time it takes to wake the workers (tens
- * of microseconds): a job smaller than this runs on the calling thread
- * (services->run_here, the same split and result), which makes a tiny op
- * cost microseconds instead of a pool round trip. */
-#define LOCUS__CPU_INLINE_FLOPS 1.0e6
-#define LOCUS__CPU_INLINE_BYTES ((size_t)256 << 10)
 
 /* services->run, or run_here for a tiny job. */
 static inline locus_status locus__cpu_run(const locus__cpu_state *state,
