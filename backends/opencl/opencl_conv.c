@@ -40,11 +40,12 @@
  *
  * auto: im2col for 1x1 stride-1 unpadded filters (no lowering at all: the
  * plain GEMM). With the GPU kernels, winograd for FP32 3x3 stride-1
- * layers of at least AUTO_WINOGRAD_MIN_CHANNELS input and output channels,
- * the CUDA backend's rule (on the H200 CUDA's implicit GEMM lost to its
- * winograd on both 3x3 layers of the bench set, and NVIDIA's OpenCL
- * implicit GEMM then fell to 0.74x and 0.54x of CUDA there; not yet
- * measured with NVIDIA's OpenCL's winograd); where its
+ * layers of at least AUTO_WINOGRAD_MIN_CHANNELS input channels and
+ * AUTO_WINOGRAD_MIN_FILTERS filters, the CUDA backend's rule (on the H200
+ * NVIDIA's OpenCL behaves alike: 4 or 8 input channels favour the
+ * implicit GEMM 1.1-1.9x, 32 and more winograd 1.2-2x, 64->8 winograd
+ * 1.7x; 16 channels is the crossover, winograd 1.15x faster at 56x56
+ * batch 32, 1.1-1.35x slower at batch 1 and at 14x14); where its
  * workspace cannot be had, the implicit GEMM, as on CUDA. Otherwise,
  * with the GPU kernels, the implicit GEMM where
  * the shape fits its indexing, as the CUDA backend chooses (cuda_conv.c):
@@ -77,9 +78,10 @@
 #define IMPLICIT_MAX_IMAGES ((size_t)65535)
 /* 4x4 positions of a transformed Winograd tile: one GEMM each. */
 #define WINOGRAD_POSITIONS 16
-/* auto's winograd (GPU kernels): input and output channels at least this,
- * the CUDA backend's floor (a guess there too, cuda_conv.c). */
+/* auto's winograd (GPU kernels): input channels and filters at least
+ * these, the CUDA backend's floors (measured: cuda_conv.c, above). */
 #define AUTO_WINOGRAD_MIN_CHANNELS 16
+#define AUTO_WINOGRAD_MIN_FILTERS 8
 /* The transforms' work-groups and the most of them per launch (their
  * grid-stride loops cover the rest): the CUDA kernels' block and grid
  * cap. */
@@ -195,7 +197,7 @@ static locus_conv_algorithm choose(const opencl_device *device,
     if (!device->tuning.cpu_kernels && device->winograd_filter != NULL &&
         math == LOCUS_MATH_FP32 && is_winograd_shape(s) &&
         s->c >= AUTO_WINOGRAD_MIN_CHANNELS &&
-        s->k >= AUTO_WINOGRAD_MIN_CHANNELS && winograd_fits(s))
+        s->k >= AUTO_WINOGRAD_MIN_FILTERS && winograd_fits(s))
         return LOCUS_CONV_WINOGRAD;
     if (!device->tuning.cpu_kernels && device->conv_implicit != NULL &&
         implicit_fits(s))

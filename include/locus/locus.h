@@ -503,9 +503,9 @@ typedef enum locus_conv_algorithm {
      * much smaller than its neighbours' (mostly padding) can thus see tens
      * of units relative to its own (scripts/winograd-error.py). On CUDA,
      * and on OpenCL devices with the GPU kernels, LOCUS_CONV_AUTO takes it
-     * for FP32 3x3 stride-1 layers with 16 or more input and output
-     * channels; ask for LOCUS_CONV_IMPLICIT_GEMM to keep the direct sum's
-     * rounding. */
+     * for FP32 3x3 stride-1 layers with 16 or more input channels and 8
+     * or more filters; ask for LOCUS_CONV_IMPLICIT_GEMM to keep the direct
+     * sum's rounding. */
     LOCUS_CONV_WINOGRAD = 4,
 } locus_conv_algorithm;
 
