@@ -81,7 +81,7 @@ cudaError_t locus__cuda_gemm_run_split(const locus__cuda_gemm *g, int sms,
 const char *locus__cuda_gemm_split_kernel_name(const locus__cuda_gemm *g,
                                                int sms);
 
-/* ---- the k split's sum (gemm_split.cu) ---- */
+/* ---- the k split's sum (gemm_k_split.cu) ---- */
 
 /* C = alpha (P_0 + ... + P_{parts-1}) + beta C over m x n, P_s the m x n
  * matrix at partials + s * part_stride with leading dimension ldp, summed

@@ -159,7 +159,7 @@ cudaError_t dispatch(const locus__cuda_gemm *g, cudaStream_t stream)
  * 3xtf32 at 0.55x cuBLAS FP32). Cut k into chunks instead, each chunk's
  * product written whole into workspace by one batched launch of the same
  * kernel (alpha 1, beta 0), then summed into C in chunk order by
- * gemm_split.cu: no atomics, so the same bits every run. The cost is the
+ * gemm_k_split.cu: no atomics, so the same bits every run. The cost is the
  * partials' traffic, S m n floats written and read, which at these sizes
  * mostly stays in L2. Only the multistage tensor-core kernel is split
  * (FP32's kernel has its own variants for narrow grids), and only where
