@@ -161,9 +161,10 @@ cudaError_t dispatch(const locus__cuda_gemm *g, cudaStream_t stream)
  * kernel (alpha 1, beta 0), then summed into C in chunk order by
  * gemm_k_split.cu: no atomics, so the same bits every run. The cost is the
  * partials' traffic, S m n floats written and read, which at these sizes
- * mostly stays in L2. Only the multistage tensor-core kernel is split
- * (FP32's kernel has its own variants for narrow grids), and only where
- * the wgmma path does not take the call (cuda_ops.c). */
+ * mostly stays in L2. The tensor-core modes split where the multistage
+ * kernel takes the call and the wgmma path does not (cuda_ops.c); FP32
+ * splits too (its SIMT kernels take any operands): 1024^3 ran at 0.46x
+ * cuBLAS unsplit. */
 constexpr size_t kMaxSplits = 8;
 /* A shallower chunk would spend most of its time filling the 3-stage
  * pipeline (4 k tiles of 32). */
@@ -190,9 +191,11 @@ struct SplitPlan {
 /* Fills plan when g is worth splitting on a GPU of `sms` SMs. */
 bool plan_split(const locus__cuda_gemm *g, int sms, SplitPlan &plan)
 {
+    const bool fp32 = g != nullptr && g->math == kFp32;
     if (g == nullptr || sms <= 0 || g->m == 0 || g->n == 0 ||
-        (g->math != kTf32 && g->math != k3xTf32) || g->batch_outer != 1 ||
-        g->batch_inner != 1 || !uses_async_kernel(g))
+        (!fp32 && g->math != kTf32 && g->math != k3xTf32) ||
+        g->batch_outer != 1 || g->batch_inner != 1 ||
+        (!fp32 && !uses_async_kernel(g)))
         return false;
     const size_t tiles = (g->m + kAsyncTile - 1) / kAsyncTile *
                          ((g->n + kAsyncTile - 1) / kAsyncTile);
@@ -238,7 +241,7 @@ bool plan_split(const locus__cuda_gemm *g, int sms, SplitPlan &plan)
     part.a_stride[1] = part.b_stride[1] = part.c_stride[1] = 0;
     /* Multiples of 4 by construction; checked all the same, since an
      * operand that lost its vectors would take the slow kernel. */
-    return uses_async_kernel(&part);
+    return fp32 || uses_async_kernel(&part);
 }
 
 cudaError_t run_split(const SplitPlan &plan, const locus__cuda_gemm *g,
@@ -332,7 +335,11 @@ extern "C" const char *locus__cuda_gemm_kernel_name(const locus__cuda_gemm *g)
 extern "C" const char *
 locus__cuda_gemm_split_kernel_name(const locus__cuda_gemm *g, int sms)
 {
-    static const char *const names[2][locus_cuda::kMaxSplits + 1] = {
+    static const char *const names[3][locus_cuda::kMaxSplits + 1] = {
+        {nullptr, nullptr, "simt fp32 128x128x8 k split 2",
+         "simt fp32 128x128x8 k split 3", "simt fp32 128x128x8 k split 4",
+         "simt fp32 128x128x8 k split 5", "simt fp32 128x128x8 k split 6",
+         "simt fp32 128x128x8 k split 7", "simt fp32 128x128x8 k split 8"},
         {nullptr, nullptr, "mma tf32 128x128x32 k split 2",
          "mma tf32 128x128x32 k split 3", "mma tf32 128x128x32 k split 4",
          "mma tf32 128x128x32 k split 5", "mma tf32 128x128x32 k split 6",
@@ -344,5 +351,8 @@ locus__cuda_gemm_split_kernel_name(const locus__cuda_gemm *g, int sms)
     locus_cuda::SplitPlan plan;
     if (!locus_cuda::valid(g) || !locus_cuda::plan_split(g, sms, plan))
         return locus__cuda_gemm_kernel_name(g);
-    return names[g->math == locus_cuda::k3xTf32][plan.chunks()];
+    const int row = g->math == locus_cuda::kFp32     ? 0
+                    : g->math == locus_cuda::k3xTf32 ? 2
+                                                     : 1;
+    return names[row][plan.chunks()];
 }

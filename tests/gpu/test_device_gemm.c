@@ -45,7 +45,7 @@ static const gemm_case cases[] = {
     {2100, 2100, 7, 1, 1, 1, 1.0, 0.5},
 };
 
-/* Cases the CUDA tensor-core modes run with k split (gemm.cu): fewer
+/* Cases CUDA runs with k split in every mode (gemm.cu): fewer
  * 128 x 128 tiles than the GPU has SMs, k at least 256, and leading
  * dimensions that are multiples of 4 (m, n and k alike modulo 4, so one
  * pad serves every transpose case). k 1001 and 4095 leave a shorter last
@@ -75,7 +75,7 @@ static double element(const float *x, size_t ld, int trans, size_t row,
 
 /* A split case's call again, C made from c0 again: it must give the bits
  * of the first call, `first` (c_count floats, the padding included). On
- * CUDA, its tensor-core modes must have taken the split (record: the
+ * CUDA, every mode but the wgmma path must have taken the split (record: the
  * first call's), with workspace for at least two partial products. */
 static void check_split(locus_context *context, locus_device *gpu,
                         const locus_gemm_desc *desc, locus_buffer *ba,
@@ -86,8 +86,7 @@ static void check_split(locus_context *context, locus_device *gpu,
     /* tf32 takes the Hopper kernel instead where there is one (compute
      * capability 9.0 exactly), which is not split. */
     const size_t tiles = (desc->m + 127) / 128 * ((desc->n + 127) / 128);
-    if (math != LOCUS_MATH_FP32 &&
-        strncmp(record->algorithm, "wgmma", 5) != 0 &&
+    if (strncmp(record->algorithm, "wgmma", 5) != 0 &&
         tiles < (size_t)gpu_units) {
         CHECK(strstr(record->algorithm, "k split") != NULL,
               "gemm %zux%zux%zu trans %d%d %s on %d SMs ran \"%s\", not a k "
