@@ -247,6 +247,10 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
             failed = "clGetEventInfo";
             err = wait_polling(done);
         }
+        /* A read left pending by a failure must not land in `partials`
+         * after it is freed, nor in the staging after its next use. */
+        if (err != CL_SUCCESS && done != NULL)
+            clWaitForEvents(1, &done);
         if (done != NULL)
             clReleaseEvent(done);
     }
