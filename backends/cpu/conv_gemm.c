@@ -30,3 +30,29 @@ void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
     };
     locus__cpu_sgemm_tile(&g, 0, m, 0, n, scratch);
 }
+
+void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
+                                  size_t k, const float *a, size_t lda,
+                                  const float *b, const size_t *b_rows,
+                                  const size_t *b_cols, float *c, size_t ldc,
+                                  float *scratch)
+{
+    locus__sgemm g = {
+        .trans_a = LOCUS_NO_TRANS,
+        .trans_b = LOCUS_NO_TRANS,
+        .m = m,
+        .n = n,
+        .k = k,
+        .alpha = 1.0f,
+        .beta = 0.0f,
+        .a = a,
+        .lda = lda,
+        .b = b,
+        .b_rows = b_rows,
+        .b_cols = b_cols,
+        .c = c,
+        .ldc = ldc,
+        .isa = isa,
+    };
+    locus__cpu_sgemm_tile(&g, 0, m, 0, n, scratch);
+}

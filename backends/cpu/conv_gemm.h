@@ -1,6 +1,6 @@
 /* The one place the convolutions call the CPU's matrix product. gemm.h is
  * the GEMM's internal interface and changes with it; im2col and MEC reach
- * it only through these two functions, so such a change touches one file
+ * it only through these functions, so such a change touches one file
  * (conv_gemm.c). */
 #ifndef LOCUS_CPU_CONV_GEMM_H
 #define LOCUS_CPU_CONV_GEMM_H
@@ -22,5 +22,15 @@ size_t locus__cpu_conv_gemm_scratch_floats(size_t m, size_t n, size_t k);
 void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
                           size_t k, const float *a, size_t lda, const float *b,
                           size_t ldb, float *c, size_t ldc, float *scratch);
+
+/* locus__cpu_conv_gemm with B given by offset tables instead of a leading
+ * dimension: B[p][j] = b[b_rows[p] + b_cols[j]], b_rows of k entries and
+ * b_cols of n. Same scratch. MEC reads the overlapping windows of its
+ * lowered input this way, in the filter's KCRS order (mec.c). */
+void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
+                                  size_t k, const float *a, size_t lda,
+                                  const float *b, const size_t *b_rows,
+                                  const size_t *b_cols, float *c, size_t ldc,
+                                  float *scratch);
 
 #endif

@@ -12,7 +12,17 @@
  * every field (see locus_gemm_desc); leading dimensions are explicit.
  * beta == 0: C is not read. alpha == 0 or k == 0: A and B are not read.
  * isa: the kernels to use (the context's table, which honours
- * LOCUS_CPU_ISA); NULL takes the best this CPU supports. */
+ * LOCUS_CPU_ISA); NULL takes the best this CPU supports.
+ *
+ * Indexed B: with b_rows and b_cols set (both or neither; trans_b must be
+ * LOCUS_NO_TRANS, ldb is unused), op(B)[p][j] = b[b_rows[p] + b_cols[j]],
+ * b_rows having k entries and b_cols n. B is then any set of elements
+ * whose offsets are a row term plus a column term: MEC (mec.c) reads the
+ * overlapping windows of its lowered matrix through it in the filter's
+ * own order, and one product covers many output rows. Packing resolves
+ * the tables (gemm_pack.c), so it costs nothing inside the kernels; only
+ * locus__cpu_sgemm_tile is given such a B (the parallel driver builds its
+ * locus__sgemm from a public descriptor, tables NULL). */
 typedef struct locus__sgemm {
     locus_transpose trans_a, trans_b;
     size_t m, n, k;
@@ -21,6 +31,7 @@ typedef struct locus__sgemm {
     size_t lda;
     const float *b;
     size_t ldb;
+    const size_t *b_rows, *b_cols; /* NULL: B as stored, ldb apart */
     float *c;
     size_t ldc;
     const locus__cpu_isa *isa;

@@ -39,7 +39,8 @@ void locus__sgemm_pack_a(const locus__sgemm *g, size_t mr, size_t i0, size_t mc,
 
 /* Packs depth [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) into
  * micro-panels of nr columns: bp[(j / nr) * nr * kc + p * nr + j % nr],
- * the columns past nc of the last panel zero. */
+ * the columns past nc of the last panel zero. op(B) may be indexed
+ * (g->b_rows, g->b_cols; gemm.h). */
 void locus__sgemm_pack_b(const locus__sgemm *g, size_t nr, size_t p0, size_t kc,
                          size_t j0, size_t nc, float *bp);
 

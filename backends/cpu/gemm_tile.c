@@ -1,8 +1,9 @@
 /* The product of one block of C on the calling thread, for kernels that
- * already split their work among workers (conv2d's im2col). The same
- * packing and micro-kernels as the parallel driver, with fixed blocks:
- * the caller sized the scratch before any table was chosen, so the blocks
- * must not depend on the cache sizes or the ISA beyond the bounds below. */
+ * already split their work among workers (conv2d's im2col, and MEC with
+ * an indexed B, gemm.h). The same packing and micro-kernels as the
+ * parallel driver, with fixed blocks: the caller sized the scratch before
+ * any table was chosen, so the blocks must not depend on the cache sizes
+ * or the ISA beyond the bounds below. */
 #include <assert.h>
 #include <stdint.h>
 
@@ -45,6 +46,8 @@ void locus__cpu_sgemm_tile(const locus__sgemm *g, size_t row_begin,
                            float *scratch)
 {
     assert(row_end <= g->m && col_end <= g->n);
+    assert(!g->b_rows == !g->b_cols);
+    assert(!g->b_rows || g->trans_b == LOCUS_NO_TRANS);
     if (row_begin >= row_end || col_begin >= col_end)
         return;
     if (g->alpha == 0.0f || g->k == 0) {

@@ -18,33 +18,62 @@
  * copy of the row, which is why this layout suits NCHW. Output element
  * (k, p, q) is
  *
- *     sum over (r, c, s) of F[k][c][r][s] * L[p * stride_h + r][c][s][q],
+ *     sum over (c, r, s) of F[k][c][r][s] * L[p * stride_h + r][c][s][q].
  *
- * and for a fixed p the rows (p * stride_h + r, c, s), r < R, are R*C*S
- * consecutive rows of L. So output row p, a K x Q matrix at output + p * Q
- * with leading dimension P * Q (NCHW needs no transpose), is
+ * The filter as given. Read as a GEMM, the contraction index is
+ * kk = (c, r, s), the filter's own KCRS order, so A is the filter itself
+ * (K x CRS, lda = CRS) and B[kk][(p, q)] is L[p * stride_h + r][c][s][q].
+ * With L's rows Q' floats apart (Q', below, is Q or a few images' Q) that
+ * element lies at
  *
- *     out_p (K x Q) = F' (K x RCS) * L[p * stride_h * C * S ...] (RCS x Q)
+ *     (r * C * S + c * S + s) * Q'  +  p * stride_h * C * S * Q' + q,
  *
- * with the B operand an (R*C*S) x Q window of L starting at row
- * p * stride_h * C * S, leading dimension Q: the paper's overlapping views,
- * turned by 90 degrees. The contraction runs in (r, c, s) order, so the
- * filter is permuted once per call to F'[k][r][c][s] (K*C*R*S floats, in
- * the workspace and counted); with R == 1 or C == 1 that is the KCRS order
- * already and the filter is used as given. No layout avoids the copy: the
- * windows can only overlap along the outermost contraction index, and KCRS
- * has c there.
+ * a term of the row kk plus a term of the column (p, q). The GEMM's packing
+ * takes B in exactly that form, through two offset tables (gemm.h,
+ * "indexed B"): B[kk][j] = L[rows[kk] + cols[j]]. So nothing is copied to
+ * line the contraction up with the lowering: the paper's overlapping
+ * windows need a constant stride between B's rows, which holds only in
+ * (r, c, s) order and would force a permuted copy of the filter
+ * (K * C * R * S floats, 2.25 MiB for 3x3 256 -> 256); the row table
+ * lists L's rows in (c, r, s) order instead, at no cost, since the
+ * packing walks B row by row anyway. The column table goes further: the
+ * windows of all of a worker's output rows are one B, so one GEMM covers
+ * them all (n = rows * Q) where a GEMM per output row had n = Q, below the
+ * register tile's 16 or 32 columns for small layers (Q = 14), and packed
+ * the filter again for every row. Where a micro-panel's columns are
+ * consecutive in L (inside one output row) the packing copies runs as
+ * for a stored B; a panel straddling two rows is gathered.
  *
- * Solutions A and B. Solution B is one GEMM per (image, output row): the
- * above, n = Q. When Q is small those GEMMs are too narrow to run at speed
- * (the packed filter is reused over few columns), so solution A batches
- * `group` images per GEMM: L gets the images side by side,
- * L[h][c][s][i][q], leading dimension group * Q, and the GEMM of output row
- * p covers all of them, n = group * Q. Its result (K x group*Q) is in
- * per-worker scratch and scattered to NCHW, K * group * Q floats per row:
- * one copy of the output, counted in the workspace. Rule: solution B when
- * Q >= MEC_MIN_COLUMNS or batch 1, else A with the fewest images that
- * reach MEC_MIN_COLUMNS columns.
+ * Solutions A and B. Solution B is one image per GEMM: the worker's
+ * output rows p0 .. p1-1 of filter k are contiguous in NCHW, so C is the
+ * output itself at output + p0 * Q, ldc = P * Q, n = (p1 - p0) * Q, no
+ * copy. Each GEMM packs the whole filter once, so when n is small (few
+ * short rows per worker: 7x7 layers, or 14x14 over many workers) that
+ * packing and the register tile's ragged last panel dominate; solution A
+ * then puts `group` images side by side, L[h][c][s][i][q] with
+ * Q' = group * Q, and one GEMM covers all of them, n = group * (p1 - p0)
+ * * Q, columns in (image, p, q) order. Its result is not one matrix of the
+ * output (the images are K * P * Q apart), so it goes to per-worker
+ * scratch and is scattered, each image's rows of a filter in one copy;
+ * the price is `group` lowered bands and that result in the workspace.
+ *
+ * Rule: solution B when the batch is 1 or a worker's rows of one image
+ * give at least MEC_MIN_COLUMNS (64) columns; else A with the fewest
+ * images that reach 64 (the whole batch when even that does not). Why 64,
+ * measured on a 2-core EPYC (AVX2, 6x16 tile, 2 workers), batch 8, 3x3:
+ * at 28 columns per image (512 -> 512 at 7x7) A with 3 images ran in 17.2
+ * ms against B's 22.0; at 56 (256 -> 256 at 8x14) A with 2 images 8.1 ms
+ * against 9.3; at 98 (256 -> 256 at 14x14) A with 2 or 3 images was within
+ * the noise of B (14.6 to 17.0 ms against 15.7) for twice the workspace,
+ * so B, which keeps MEC's memory below im2col's there.
+ *
+ * Column chunks. A GEMM's packed B block grows with its columns (KC x n
+ * floats, up to 2 MiB in gemm_tile.c) and is per-worker workspace, so the
+ * columns are cut into even chunks of at most MEC_MAX_COLUMNS (256): the
+ * packed B block (256 KiB) and A block (144 KiB) then share a 512 KiB L2,
+ * and the filter, packed again per chunk, is packed once per 256 columns
+ * where MEC had packed it once per output row. 512 and 1024 ran no faster
+ * on the 56x56 layers and cost 0.4 and 1.1 MiB more.
  *
  * Parallelism, as im2col: the images (or groups) are done one after the
  * other and the workers split the P output rows of each. A worker lowers
@@ -52,11 +81,11 @@
  * (p1 - 1) * stride_h + R), into its own slab, so lowering and GEMM need no
  * barrier, and the slab is first touched by its worker and lives on its
  * node; the price is R - stride_h halo rows lowered by two workers. The
- * workers write disjoint output rows. The filter permutation is a first
- * pool job (split over K), since every worker reads all of F'.
+ * workers write disjoint output rows, and read the filter as given.
  *
- * Workspace: F' (when permuted) + per worker the slab, the solution-A
- * result rows and the GEMM scratch, each worker's part in whole pages;
+ * Workspace, per worker that has an output row, in whole pages: the two
+ * offset tables (C*R*S + columns entries), the slab, the solution-A
+ * result of one chunk and the GEMM scratch of one chunk.
  * record->workspace_bytes is that total, the bytes actually allocated.
  */
 #include <assert.h>
@@ -67,17 +96,27 @@
 
 #include "conv_gemm.h"
 
-/* Output columns below which solution A batches images into one GEMM. */
-#define MEC_MIN_COLUMNS 32
+/* Columns of one image's GEMM below which solution A batches images. */
+#define MEC_MIN_COLUMNS 64
+/* Most columns of one GEMM call, and the unit chunks are rounded to:
+ * every register tile's nr divides it, so only a GEMM's last micro-panel
+ * is ragged. */
+#define MEC_MAX_COLUMNS 256
+#define MEC_COLUMN_UNIT 32
+/* Floats from a worker part's start to its slab: the tables, rounded to a
+ * cache line. */
+#define MEC_LINE_FLOATS 16
 
 typedef struct mec_plan {
     size_t group;     /* images per GEMM: 1 is solution B */
     size_t band_rows; /* most padded input rows one worker lowers */
+    size_t columns;   /* most GEMM columns per worker: group * rows * Q */
+    size_t chunk;     /* most columns of one GEMM call */
+    size_t tables;    /* floats holding a worker's offset tables */
     size_t slab;      /* floats of L per worker */
     size_t result;    /* floats of solution-A GEMM result per worker */
     size_t scratch;   /* floats of GEMM scratch per worker */
     size_t stride;    /* floats between two workers' parts: whole pages */
-    size_t filter;    /* floats of F', whole pages; 0: used as given */
     size_t bytes;     /* all of it */
 } mec_plan;
 
@@ -91,9 +130,13 @@ static size_t round_up(size_t value, size_t unit)
     return (value + unit - 1) / unit * unit;
 }
 
-static int needs_permuted_filter(const locus__conv_shape *sh)
+/* The columns of one GEMM call when n are cut into chunks of at most
+ * MEC_MAX_COLUMNS: as even as whole units allow, so no chunk is a sliver. */
+static size_t chunk_columns(size_t n)
 {
-    return sh->kernel_h > 1 && sh->channels > 1;
+    size_t chunks = (n + MEC_MAX_COLUMNS - 1) / MEC_MAX_COLUMNS;
+    size_t even = round_up((n + chunks - 1) / chunks, MEC_COLUMN_UNIT);
+    return min_size(n, even);
 }
 
 /* Returns 0 when a count overflows. Every product below is checked, so the
@@ -104,42 +147,51 @@ static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
     size_t page_floats = pr->state->page_size / sizeof(float);
     memset(plan, 0, sizeof *plan);
 
-    plan->group = 1;
-    if (sh->out_w < MEC_MIN_COLUMNS && pr->batch > 1)
-        plan->group =
-            min_size(pr->batch, (MEC_MIN_COLUMNS + sh->out_w - 1) / sh->out_w);
     size_t workers = (size_t)pr->workers;
     size_t rows = min_size(sh->out_h, (sh->out_h + workers - 1) / workers);
     plan->band_rows = (rows - 1) * sh->stride_h + sh->kernel_h;
 
-    size_t cs, rcs, columns, filter;
-    int fits = locus__cpu_mul_size(sh->channels, sh->kernel_w, &cs) &&
-               locus__cpu_mul_size(cs, sh->kernel_h, &rcs) &&
-               locus__cpu_mul_size(plan->group, sh->out_w, &columns) &&
-               locus__cpu_mul_size(plan->band_rows, cs, &plan->slab) &&
-               locus__cpu_mul_size(plan->slab, columns, &plan->slab) &&
-               locus__cpu_mul_size(rcs, pr->out_channels, &filter);
-    if (!fits)
+    size_t cs, rcs, per_image, ld, table_bytes;
+    if (!locus__cpu_mul_size(sh->channels, sh->kernel_w, &cs) ||
+        !locus__cpu_mul_size(cs, sh->kernel_h, &rcs) ||
+        !locus__cpu_mul_size(rows, sh->out_w, &per_image))
         return 0;
+    plan->group = 1;
+    if (per_image < MEC_MIN_COLUMNS && pr->batch > 1)
+        plan->group =
+            min_size(pr->batch, (MEC_MIN_COLUMNS + per_image - 1) / per_image);
+    if (!locus__cpu_mul_size(plan->group, per_image, &plan->columns) ||
+        !locus__cpu_mul_size(plan->group, sh->out_w, &ld) ||
+        !locus__cpu_mul_size(plan->band_rows, cs, &plan->slab) ||
+        !locus__cpu_mul_size(plan->slab, ld, &plan->slab) ||
+        plan->columns > SIZE_MAX - rcs ||
+        !locus__cpu_mul_size(rcs + plan->columns, sizeof(size_t), &table_bytes))
+        return 0;
+    plan->chunk = chunk_columns(plan->columns);
+    plan->tables = round_up((table_bytes + sizeof(float) - 1) / sizeof(float),
+                            MEC_LINE_FLOATS);
     if (plan->group > 1 &&
-        !locus__cpu_mul_size(pr->out_channels, columns, &plan->result))
+        !locus__cpu_mul_size(pr->out_channels, plan->chunk, &plan->result))
         return 0;
     plan->scratch =
-        locus__cpu_conv_gemm_scratch_floats(pr->out_channels, columns, rcs);
-    size_t part = plan->slab;
-    if (part > SIZE_MAX - plan->result - plan->scratch - page_floats)
-        return 0;
-    plan->stride = round_up(part + plan->result + plan->scratch, page_floats);
-    if (needs_permuted_filter(sh)) {
-        if (filter > SIZE_MAX - page_floats)
+        locus__cpu_conv_gemm_scratch_floats(pr->out_channels, plan->chunk, rcs);
+    /* Summed on top of one page, each step checked, so that rounding the
+     * sum up to whole pages cannot wrap. */
+    size_t part = page_floats;
+    const size_t terms[] = {plan->tables, plan->slab, plan->result,
+                            plan->scratch};
+    for (size_t i = 0; i < sizeof terms / sizeof *terms; i++) {
+        if (terms[i] > SIZE_MAX - part)
             return 0;
-        plan->filter = round_up(filter, page_floats);
+        part += terms[i];
     }
+    plan->stride = round_up(part - page_floats, page_floats);
+    /* Workers past the P-th get no output row (the split gives each of the
+     * first P one), so no part. */
     size_t floats;
-    if (!locus__cpu_mul_size(plan->stride, workers, &floats) ||
-        floats > SIZE_MAX - plan->filter ||
-        !locus__cpu_mul_size(floats + plan->filter, sizeof(float),
-                             &plan->bytes))
+    if (!locus__cpu_mul_size(plan->stride, min_size(workers, sh->out_h),
+                             &floats) ||
+        !locus__cpu_mul_size(floats, sizeof(float), &plan->bytes))
         return 0;
     return 1;
 }
@@ -153,37 +205,18 @@ int locus__cpu_mec_workspace(const locus__conv_problem *problem, size_t *bytes)
     return 1;
 }
 
+size_t locus__cpu_mec_group(const locus__conv_problem *problem)
+{
+    mec_plan plan;
+    return make_plan(problem, &plan) ? plan.group : 0;
+}
+
 typedef struct mec_job {
     const locus__conv_problem *problem;
     const locus_services *services;
     mec_plan plan;
-    const float *filter; /* F' or the filter as given */
-    float *permuted;     /* F' being written by the first job */
-    float *parts;        /* the workers' parts, plan.stride floats apart */
+    float *parts; /* the workers' parts, plan.stride floats apart */
 } mec_job;
-
-/* F'[k][r][c][s] = F[k][c][r][s] for the worker's filters. */
-static void permute_worker(void *arg, int rank, int ranks)
-{
-    const mec_job *job = arg;
-    const locus__conv_problem *pr = job->problem;
-    const locus__conv_shape *sh = &pr->shape;
-    size_t k0, k1;
-    job->services->split(pr->out_channels, 1, rank, ranks, &k0, &k1);
-    if (k0 >= k1)
-        return;
-    size_t r_count = sh->kernel_h, c_count = sh->channels, s = sh->kernel_w;
-    size_t crs = c_count * r_count * s;
-    job->services->account_read(pr->op, pr->filter + k0 * crs,
-                                (k1 - k0) * crs * sizeof(float));
-    for (size_t k = k0; k < k1; k++) {
-        const float *src = pr->filter + k * crs;
-        float *dst = job->permuted + k * crs;
-        for (size_t r = 0; r < r_count; r++)
-            for (size_t c = 0; c < c_count; c++, dst += s)
-                memcpy(dst, src + (c * r_count + r) * s, s * sizeof(float));
-    }
-}
 
 /* The output columns q whose tap s falls inside the image: [lo, hi). */
 static void inside_columns(const locus__conv_shape *sh, size_t s, size_t *lo,
@@ -201,20 +234,21 @@ static void inside_columns(const locus__conv_shape *sh, size_t s, size_t *lo,
 }
 
 /* Lowers padded rows [h0, h1) of `images` images (image_size floats apart)
- * into slab: row (h - h0, c, s) holds, for each image i, the Q values
- * L[h][c][s][q] at column i * Q + q; leading dimension images * Q. */
+ * into slab: row (h - h0, c, s), ld floats long, holds for each image i
+ * the Q values L[h][c][s][q] at column i * Q + q. */
 static void lower_band(const locus__conv_shape *sh, const float *first,
                        size_t image_size, size_t images, size_t h0, size_t h1,
-                       float *slab)
+                       float *slab, size_t ld)
 {
     size_t plane = sh->height * sh->width, q_count = sh->out_w;
-    float *dst = slab;
+    float *line = slab;
     for (size_t h = h0; h < h1; h++) {
         int inside = h >= sh->pad_h && h - sh->pad_h < sh->height;
         for (size_t c = 0; c < sh->channels; c++) {
-            for (size_t s = 0; s < sh->kernel_w; s++) {
+            for (size_t s = 0; s < sh->kernel_w; s++, line += ld) {
                 size_t lo, hi;
                 inside_columns(sh, s, &lo, &hi);
+                float *dst = line;
                 for (size_t i = 0; i < images; i++, dst += q_count) {
                     if (!inside) {
                         memset(dst, 0, q_count * sizeof(float));
@@ -268,9 +302,47 @@ static void account_band(const mec_job *job, const float *first,
     }
 }
 
+/* The offset tables of a worker's B (see the top comment), L's rows ld
+ * floats apart: rows[(c, r, s)] in the filter's KCRS order, and
+ * cols[(i, p - p0, q)] for `group` images of output rows [p0, p1). */
+static void fill_tables(const locus__conv_shape *sh, size_t ld, size_t group,
+                        size_t out_rows, size_t *rows, size_t *cols)
+{
+    size_t cs = sh->channels * sh->kernel_w;
+    for (size_t c = 0; c < sh->channels; c++)
+        for (size_t r = 0; r < sh->kernel_h; r++)
+            for (size_t s = 0; s < sh->kernel_w; s++)
+                *rows++ = (r * cs + c * sh->kernel_w + s) * ld;
+    for (size_t i = 0; i < group; i++)
+        for (size_t p = 0; p < out_rows; p++)
+            for (size_t q = 0; q < sh->out_w; q++)
+                *cols++ = i * sh->out_w + p * sh->stride_h * cs * ld + q;
+}
+
+/* Solution A: columns [j0, j1) of the GEMM, in (image, p, q) order with
+ * `width` columns per image, from result (ldr floats a row) to the
+ * output rows p0 onward of images n0 onward. */
+static void scatter(const locus__conv_problem *pr, const float *result,
+                    size_t ldr, size_t j0, size_t j1, size_t width, size_t n0,
+                    size_t p0)
+{
+    size_t k_count = pr->out_channels;
+    size_t pq = pr->shape.out_h * pr->shape.out_w;
+    for (size_t k = 0; k < k_count; k++) {
+        for (size_t j = j0; j < j1;) {
+            size_t i = j / width, end = min_size(j1, (i + 1) * width);
+            memcpy(pr->output + ((n0 + i) * k_count + k) * pq +
+                       p0 * pr->shape.out_w + (j - i * width),
+                   result + k * ldr + (j - j0), (end - j) * sizeof(float));
+            j = end;
+        }
+    }
+}
+
 static void mec_worker(void *arg, int rank, int ranks)
 {
     const mec_job *job = arg;
+    const mec_plan *plan = &job->plan;
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
     assert(rank >= 0 && rank < pr->workers);
@@ -279,45 +351,48 @@ static void mec_worker(void *arg, int rank, int ranks)
     job->services->split(sh->out_h, 1, rank, ranks, &p0, &p1);
     if (p0 >= p1)
         return;
-    float *slab = job->parts + (size_t)rank * job->plan.stride;
-    float *result = slab + job->plan.slab;
-    float *scratch = result + job->plan.result;
+    assert((size_t)rank < sh->out_h);
+    float *part = job->parts + (size_t)rank * plan->stride;
+    size_t *rows = (size_t *)(void *)part;
+    float *slab = part + plan->tables;
+    float *result = slab + plan->slab;
+    float *scratch = result + plan->result;
 
     size_t k_count = pr->out_channels, q_count = sh->out_w;
     size_t pq = sh->out_h * q_count;
-    size_t cs = sh->channels * sh->kernel_w, rcs = sh->kernel_h * cs;
+    size_t rcs = sh->kernel_h * sh->channels * sh->kernel_w;
+    size_t *cols = rows + rcs;
     size_t image_size = sh->channels * sh->height * sh->width;
     size_t h0 = p0 * sh->stride_h, h1 = (p1 - 1) * sh->stride_h + sh->kernel_h;
-    assert(h1 - h0 <= job->plan.band_rows);
+    size_t ld = plan->group * q_count, width = (p1 - p0) * q_count;
+    assert(h1 - h0 <= plan->band_rows);
+    assert(plan->group * width <= plan->columns);
 
-    if (!job->permuted)
-        job->services->account_read(pr->op, pr->filter,
-                                    k_count * rcs * sizeof(float));
-    for (size_t n0 = 0; n0 < pr->batch; n0 += job->plan.group) {
-        size_t images = min_size(job->plan.group, pr->batch - n0);
-        size_t ld = images * q_count;
+    fill_tables(sh, ld, plan->group, p1 - p0, rows, cols);
+    job->services->account_read(pr->op, pr->filter,
+                                k_count * rcs * sizeof(float));
+    for (size_t n0 = 0; n0 < pr->batch; n0 += plan->group) {
+        size_t images = min_size(plan->group, pr->batch - n0);
+        size_t n = images * width;
         const float *first = pr->input + n0 * image_size;
         account_band(job, first, image_size, images, h0, h1);
-        lower_band(sh, first, image_size, images, h0, h1, slab);
-        for (size_t p = p0; p < p1; p++) {
-            const float *window = slab + (p * sh->stride_h - h0) * cs * ld;
-            if (images == 1) {
-                /* Solution B: straight into the NCHW output row. */
-                locus__cpu_conv_gemm(
-                    &pr->state->isa, k_count, q_count, rcs, job->filter, rcs,
-                    window, ld, pr->output + n0 * k_count * pq + p * q_count,
-                    pq, scratch);
+        lower_band(sh, first, image_size, images, h0, h1, slab, ld);
+        for (size_t j0 = 0; j0 < n; j0 += plan->chunk) {
+            size_t j1 = min_size(n, j0 + plan->chunk);
+            if (plan->group == 1) {
+                /* Solution B: straight into the NCHW output rows. */
+                locus__cpu_conv_gemm_indexed(
+                    &pr->state->isa, k_count, j1 - j0, rcs, pr->filter, rcs,
+                    slab, rows, cols + j0,
+                    pr->output + n0 * k_count * pq + p0 * q_count + j0, pq,
+                    scratch);
                 continue;
             }
-            /* Solution A: every image's row p at once, then to NCHW. */
-            locus__cpu_conv_gemm(&pr->state->isa, k_count, ld, rcs, job->filter,
-                                 rcs, window, ld, result, ld, scratch);
-            for (size_t k = 0; k < k_count; k++)
-                for (size_t i = 0; i < images; i++)
-                    memcpy(pr->output + ((n0 + i) * k_count + k) * pq +
-                               p * q_count,
-                           result + k * ld + i * q_count,
-                           q_count * sizeof(float));
+            /* Solution A: every image's rows at once, then to NCHW. */
+            locus__cpu_conv_gemm_indexed(&pr->state->isa, k_count, j1 - j0, rcs,
+                                         pr->filter, rcs, slab, rows, cols + j0,
+                                         result, j1 - j0, scratch);
+            scatter(pr, result, j1 - j0, j0, j1, width, n0, p0);
         }
     }
 }
@@ -345,18 +420,9 @@ locus_status locus__cpu_conv2d_mec(const locus__conv_problem *problem)
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
-    locus_status status = LOCUS_SUCCESS;
-    job.filter = problem->filter;
-    job.parts = workspace + job.plan.filter;
-    if (job.plan.filter > 0) {
-        job.permuted = workspace;
-        status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
-                                permute_worker, &job);
-        job.filter = job.permuted;
-    }
-    if (status == LOCUS_SUCCESS)
-        status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
-                                mec_worker, &job);
+    job.parts = workspace;
+    locus_status status = locus__cpu_run(
+        s, problem->node, locus__conv_is_tiny(problem), mec_worker, &job);
 
     services->host_free(s->runtime, workspace, job.plan.bytes);
     return status;

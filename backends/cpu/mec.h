@@ -10,6 +10,10 @@
  * count overflows. */
 int locus__cpu_mec_workspace(const locus__conv_problem *problem, size_t *bytes);
 
+/* Images per GEMM MEC would use: 1 is its solution B, more solution A
+ * (mec.c says when); 0 when a count overflows. For tests of the rule. */
+size_t locus__cpu_mec_group(const locus__conv_problem *problem);
+
 /* Runs MEC over the device's workers and sets the record's
  * workspace_bytes to what it allocated. */
 locus_status locus__cpu_conv2d_mec(const locus__conv_problem *problem);

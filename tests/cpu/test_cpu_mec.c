@@ -1,10 +1,15 @@
 /* MEC convolution on the CPU devices: against a direct float64 loop and
  * against im2col on the same inputs, for strides 1 and 2, padding 0, 1 and
  * 3, kernels 1, 3, 5 and 7, square and non-square kernels and images, odd
- * sizes, batch 1 and 3 (both of MEC's solutions: one GEMM per output row,
- * and images batched per GEMM when rows are short), several channels; the
- * output poisoned with NaN before every run; repeated runs bit-identical;
- * the workspace each algorithm reports; the algorithm `auto` names. */
+ * sizes, batch 1 and 3 (both of MEC's solutions: one image per GEMM, and
+ * images side by side when a worker's rows are short), one channel or one
+ * filter row, several output rows per worker with filter counts no
+ * register tile divides, GEMMs cut into several column chunks; the shapes
+ * under every kernel set (LOCUS_CPU_ISA generic, avx2, avx512; one this
+ * CPU lacks is skipped with a note); the output poisoned with NaN before
+ * every run; repeated runs bit-identical; the workspace each algorithm
+ * reports; the algorithm `auto` names. test_cpu_mec_indexed.c checks the
+ * solution rule and the indexed GEMM beneath from inside. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +182,20 @@ static void test_shapes(locus_context *ctx, locus_device *dev)
         {2, 16, 47, 45, 70, 3, 3, 1, 1, 1, 1},
         /* the 7x7 stride-2 stem, smaller */
         {1, 3, 37, 41, 8, 7, 7, 2, 2, 3, 3},
+        /* one channel: KCRS and the lowering's (r, c, s) order agree */
+        {1, 1, 23, 29, 13, 3, 3, 1, 1, 1, 1},
+        {3, 1, 17, 12, 7, 5, 5, 2, 1, 2, 2},
+        /* one filter row */
+        {1, 6, 19, 21, 25, 1, 3, 1, 1, 0, 1},
+        {3, 4, 9, 10, 11, 1, 5, 1, 2, 0, 2},
+        /* many output rows per worker, K no tile's multiple (4, 6, 12) */
+        {2, 5, 31, 26, 29, 3, 3, 1, 1, 1, 1},
+        {1, 7, 44, 17, 37, 3, 5, 1, 1, 1, 2},
+        /* a worker's columns cut into chunks of the GEMM (P * Q 1722) */
+        {1, 3, 42, 41, 19, 3, 3, 1, 1, 1, 1},
+        /* short rows and a batch: images side by side */
+        {5, 6, 7, 7, 23, 3, 3, 1, 1, 1, 1},
+        {4, 3, 5, 9, 14, 3, 1, 1, 1, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(ctx, dev, &cases[i]);
@@ -200,27 +219,37 @@ static int workspace_of(locus_context *ctx, locus_device *dev, conv_data *d,
 
 /* On 3x3 stride-1 layers MEC lowers each input row 3 times, im2col 9
  * times: MEC's workspace must be at most 40% of im2col's (the issue's
- * target; a byte count, so a fair test). */
+ * target; a byte count, so a fair test). On 3x3 256 -> 256 at 14x14 the
+ * filter (2.25 MiB) outweighs the image (196 KiB): MEC, reading it as
+ * given through its offset tables, must still need less than im2col. */
 static void test_workspace(locus_context *ctx, locus_device *dev)
 {
-    static const conv_case layers[] = {
-        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}, /* ResNet-50 stage 1 */
-        {3, 32, 40, 36, 16, 3, 3, 1, 1, 1, 1},
-        {1, 16, 64, 64, 32, 3, 3, 1, 1, 0, 0},
+    static const struct {
+        conv_case cc;
+        double most; /* of im2col's workspace */
+    } layers[] = {
+        {{1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}, 0.4}, /* ResNet-50 stage 1 */
+        {{3, 32, 40, 36, 16, 3, 3, 1, 1, 1, 1}, 0.4},
+        {{1, 16, 64, 64, 32, 3, 3, 1, 1, 0, 0}, 0.4},
+        {{1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1}, 1.0}, /* stage 3 */
     };
     for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
         conv_data d;
         uint64_t mec = 0, im2col = 0;
-        if (data_init(ctx, &layers[i], &d) &&
+        double most = layers[i].most;
+        if (data_init(ctx, &layers[i].cc, &d) &&
             workspace_of(ctx, dev, &d, LOCUS_CONV_MEC, &mec) &&
             workspace_of(ctx, dev, &d, LOCUS_CONV_IM2COL, &im2col)) {
             printf("workspace %s: mec %llu bytes, im2col %llu (%.1f%%)\n",
                    d.what, (unsigned long long)mec, (unsigned long long)im2col,
                    im2col ? 100.0 * (double)mec / (double)im2col : 0.0);
-            TEST_EXPECT(mec > 0 && (double)mec <= 0.4 * (double)im2col,
-                        "%s: mec workspace %llu bytes is more than 40%% of "
+            TEST_EXPECT(mec > 0 &&
+                            (most < 1.0 ? (double)mec <= most * (double)im2col
+                                        : mec < im2col),
+                        "%s: mec workspace %llu bytes is not %s %.0f%% of "
                         "im2col's %llu",
                         d.what, (unsigned long long)mec,
+                        most < 1.0 ? "at most" : "below", 100.0 * most,
                         (unsigned long long)im2col);
             check(&d, d.out, NULL, "im2col");
         }
@@ -239,6 +268,17 @@ int main(int argc, char **argv)
         test_grid(ctx, dev, 1);
         test_shapes(ctx, dev);
         test_workspace(ctx, dev);
+    }
+
+    /* The shapes again under each kernel set, since MEC's GEMM packs its
+     * indexed B for the set's register tile (16 or 32 columns). */
+    for (size_t i = 0; i < TEST_CPU_ISA_COUNT; i++) {
+        locus_context *forced = test_cpu_isa_context(test_cpu_isas[i]);
+        locus_device *d = NULL;
+        if (forced &&
+            TEST_OK(locus_device_find(forced, "cpu", &d)) == LOCUS_SUCCESS)
+            test_shapes(forced, d);
+        locus_context_destroy(forced);
     }
 
     /* The per-node devices, where the machine has several nodes. */
