@@ -270,8 +270,8 @@ static void pack_piece(const implicit_job *job, size_t b, size_t i)
     const float *src[LOCUS__MAX_MR];
     for (size_t row = 0; row < rows; row++)
         src[row] = pr->filter + (i * mr + row) * crs + pc;
-    if (isa->conv_pack_filter) /* the AVX2 transpose */
-        isa->conv_pack_filter(a, src, kcb, rows, mr);
+    if (isa->pack_a_panel) /* the AVX2 transpose */
+        isa->pack_a_panel(a, src, kcb, rows, mr);
     else
         interleave(a, src, kcb, rows, mr);
 }

@@ -53,14 +53,14 @@ void locus__sgemm_pack_a(const locus__sgemm *g, size_t mr, size_t i0, size_t mc,
      * the 2.25 MiB filter for every 98 columns), a tenth with the
      * transpose. The same layout, so the same bits. */
     const locus__cpu_isa *isa = g->isa ? g->isa : locus__cpu_isa_best();
-    if (g->trans_a == LOCUS_NO_TRANS && isa->conv_pack_filter &&
+    if (g->trans_a == LOCUS_NO_TRANS && isa->pack_a_panel &&
         mr <= LOCUS__MAX_MR) {
         for (size_t ir = 0; ir < mc; ir += mr) {
             size_t rows = min_size(mr, mc - ir);
             const float *src[LOCUS__MAX_MR];
             for (size_t i = 0; i < rows; i++)
                 src[i] = g->a + (i0 + ir + i) * g->lda + p0;
-            isa->conv_pack_filter(ap + ir * kc, src, kc, rows, mr);
+            isa->pack_a_panel(ap + ir * kc, src, kc, rows, mr);
         }
         return;
     }

@@ -67,7 +67,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->sum = locus__sum_avx2;
         isa->min = locus__min_avx2;
         isa->max = locus__max_avx2;
-        isa->conv_pack_filter = locus__conv_pack_filter_avx2;
+        isa->pack_a_panel = locus__pack_a_panel_avx2;
     }
     if (level >= LEVEL_AVX512) {
         isa->name = "avx512";

@@ -22,12 +22,11 @@ typedef double (*locus__sum_kernel)(const float *x, size_t n);
  * value is then unspecified. Between -0 and +0 any may be returned: the
  * caller settles ties (reduce.c). */
 typedef float (*locus__minmax_kernel)(const float *x, size_t n, int *nan);
-/* a[p * mr + row] = src[row][p] for p < kc, rows past `rows` zero: the
- * implicit convolution's filter packing (conv_implicit.c). */
-typedef void (*locus__conv_pack_filter_kernel)(float *a,
-                                               const float *const *src,
-                                               size_t kc, size_t rows,
-                                               size_t mr);
+/* a[p * mr + row] = src[row][p] for p < kc, rows past `rows` zero: one
+ * micro-panel of A packed (gemm_pack.c), the implicit convolution's
+ * filter among them (conv_implicit.c). */
+typedef void (*locus__pack_a_kernel)(float *a, const float *const *src,
+                                     size_t kc, size_t rows, size_t mr);
 
 typedef struct locus__cpu_isa {
     const char *name; /* of the best level in the table: "generic", ... */
@@ -41,7 +40,7 @@ typedef struct locus__cpu_isa {
     locus__sum_kernel sum;
     locus__minmax_kernel min, max;
     /* conv: NULL where only the portable loop exists. */
-    locus__conv_pack_filter_kernel conv_pack_filter;
+    locus__pack_a_kernel pack_a_panel;
 } locus__cpu_isa;
 
 /* The largest register tile of any kernel built in, for callers that size

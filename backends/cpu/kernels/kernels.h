@@ -23,8 +23,8 @@ void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
 double locus__sum_avx2(const float *x, size_t n);
 float locus__min_avx2(const float *x, size_t n, int *nan);
 float locus__max_avx2(const float *x, size_t n, int *nan);
-void locus__conv_pack_filter_avx2(float *a, const float *const *src, size_t kc,
-                                  size_t rows, size_t mr);
+void locus__pack_a_panel_avx2(float *a, const float *const *src, size_t kc,
+                              size_t rows, size_t mr);
 
 /* AVX-512F: 12 x 32 tile, 24 zmm accumulators. */
 #define LOCUS__AVX512_MR 12

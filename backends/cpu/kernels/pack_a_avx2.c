@@ -1,6 +1,6 @@
-/* AVX2 packing of the implicit convolution's filter (conv_implicit.c):
- * the KCRS filter is row-major K x CRS, and the register kernel wants it
- * as micro-panels of mr rows interleaved depth step by depth step
+/* AVX2 packing of a row-major A into micro-panels (gemm_pack.c; the
+ * implicit convolution's KCRS filter, K x CRS, in conv_implicit.c): the
+ * register kernel wants mr rows interleaved depth step by depth step
  * (a[p * mr + row]), a transpose. The scalar loop moves one float per
  * load and store: on the 3x3 256->256 layer at 14x14 that was 11-14% of
  * a batch-1 call. Here eight depth steps of six rows are loaded as six
@@ -73,8 +73,8 @@ static inline void transpose6x8(float *d, size_t mr, const float *const *src,
 /* Whole panels of a multiple of six rows (the AVX2 kernel's 6, the
  * AVX-512 kernel's 12) go six rows at a time through the transpose; the
  * AVX-512 packing had been the scalar loop. */
-void locus__conv_pack_filter_avx2(float *a, const float *const *src, size_t kc,
-                                  size_t rows, size_t mr)
+void locus__pack_a_panel_avx2(float *a, const float *const *src, size_t kc,
+                              size_t rows, size_t mr)
 {
     size_t p = 0;
     if (mr % 6 == 0 && rows == mr) {
