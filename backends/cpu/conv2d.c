@@ -16,18 +16,15 @@
  * its sizes do not overflow. Otherwise it falls back to the former rule
  * between the two lowerings: MEC lowers each input row S times where
  * im2col lowers it R*S times, so it saves memory when output rows share
- * input rows (kernel_h > stride_h), but runs one GEMM per output row; it
- * is picked when kernel_h > stride_h, its workspace is smaller than
- * im2col's, every worker gets an output row and the rows are at least
- * AUTO_MEC_MIN_WIDTH wide (or batched to that by MEC's solution A), and
- * im2col otherwise.
+ * input rows (kernel_h > stride_h), and with one GEMM over each worker's
+ * output rows it was as fast or faster than im2col on every such layer
+ * of the set (docs/PERFORMANCE.md); it is picked there when its workspace
+ * is smaller than im2col's, and im2col otherwise (1x1 layers, which
+ * im2col reads in place).
  */
 #include "conv2d.h"
 #include "conv_implicit.h"
 #include "mec.h"
-
-/* Output row width from which MEC's per-row GEMMs run at im2col's speed. */
-#define AUTO_MEC_MIN_WIDTH 28
 
 static locus_conv_algorithm choose(const locus__conv_problem *pr)
 {
@@ -35,9 +32,7 @@ static locus_conv_algorithm choose(const locus__conv_problem *pr)
     size_t implicit = 0;
     if (locus__cpu_implicit_workspace(pr, &implicit))
         return LOCUS_CONV_IMPLICIT_GEMM;
-    if (sh->kernel_h <= sh->stride_h || sh->out_h < (size_t)pr->workers)
-        return LOCUS_CONV_IM2COL;
-    if (sh->out_w * pr->batch < AUTO_MEC_MIN_WIDTH)
+    if (sh->kernel_h <= sh->stride_h)
         return LOCUS_CONV_IM2COL;
     size_t mec = 0, im2col = 0;
     if (!locus__cpu_mec_workspace(pr, &mec) ||
