@@ -8,9 +8,11 @@ size_t locus__cpu_conv_gemm_scratch_floats(size_t m, size_t n, size_t k)
     return locus__cpu_sgemm_scratch_floats(m, n, k);
 }
 
-void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
-                          size_t k, const float *a, size_t lda, const float *b,
-                          size_t ldb, float *c, size_t ldc, float *scratch)
+/* C = A B on the calling thread; B ordinary (b_rows NULL) or indexed. */
+static void product(const locus__cpu_isa *isa, size_t m, size_t n, size_t k,
+                    const float *a, size_t lda, const float *b, size_t ldb,
+                    const size_t *b_rows, const size_t *b_cols, float *c,
+                    size_t ldc, float *scratch)
 {
     locus__sgemm g = {
         .trans_a = LOCUS_NO_TRANS,
@@ -24,11 +26,20 @@ void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
         .lda = lda,
         .b = b,
         .ldb = ldb,
+        .b_rows = b_rows,
+        .b_cols = b_cols,
         .c = c,
         .ldc = ldc,
         .isa = isa,
     };
     locus__cpu_sgemm_tile(&g, 0, m, 0, n, scratch);
+}
+
+void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
+                          size_t k, const float *a, size_t lda, const float *b,
+                          size_t ldb, float *c, size_t ldc, float *scratch)
+{
+    product(isa, m, n, k, a, lda, b, ldb, NULL, NULL, c, ldc, scratch);
 }
 
 void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
@@ -37,22 +48,5 @@ void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
                                   const size_t *b_cols, float *c, size_t ldc,
                                   float *scratch)
 {
-    locus__sgemm g = {
-        .trans_a = LOCUS_NO_TRANS,
-        .trans_b = LOCUS_NO_TRANS,
-        .m = m,
-        .n = n,
-        .k = k,
-        .alpha = 1.0f,
-        .beta = 0.0f,
-        .a = a,
-        .lda = lda,
-        .b = b,
-        .b_rows = b_rows,
-        .b_cols = b_cols,
-        .c = c,
-        .ldc = ldc,
-        .isa = isa,
-    };
-    locus__cpu_sgemm_tile(&g, 0, m, 0, n, scratch);
+    product(isa, m, n, k, a, lda, b, 0, b_rows, b_cols, c, ldc, scratch);
 }
