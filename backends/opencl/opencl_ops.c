@@ -113,11 +113,16 @@ static double seconds_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Waits for `event` by polling its status for up to SPIN_SECONDS, then by
- * clWaitForEvents. */
+/* Waits for `event`: on a GPU by polling its status for up to
+ * SPIN_SECONDS, then by clWaitForEvents (NVIDIA's blocking wait sleeps in
+ * the driver); on a CPU device at once by clWaitForEvents, since a polling
+ * thread would take a core from the device's own threads (PoCL's 2^20
+ * reduce on the 2-core VM: 0.48x the CPU backend polling). */
 #define SPIN_SECONDS 200e-6
-static cl_int wait_polling(cl_event event)
+static cl_int wait_polling(const opencl_device *device, cl_event event)
 {
+    if (device->kind == LOCUS_DEVICE_CPU)
+        return clWaitForEvents(1, &event);
     const double start = seconds_now();
     for (;;) {
         cl_int status = CL_QUEUED;
@@ -183,8 +188,8 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     cl_int err = CL_SUCCESS;
     const char *failed = "";
     /* Into pinned memory where the driver gives some, and waited for by
-     * polling: on the H200 both together took a 2^20-float reduce from
-     * 20.8 to 16.0 us and an empty one from 18.2 to 12.5
+     * polling on GPUs: on the H200 both together took a 2^20-float reduce
+     * from 20.8 to 16.0 us and an empty one from 18.2 to 12.5
      * (docs/PERFORMANCE.md); a blocking read sleeps in the driver. */
     float *partials = NULL;
     float *into = reduce_staging(device, groups);
@@ -245,7 +250,7 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
         }
         if (err == CL_SUCCESS) {
             failed = "clGetEventInfo";
-            err = wait_polling(done);
+            err = wait_polling(device, done);
         }
         /* A read left pending by a failure must not land in `partials`
          * after it is freed, nor in the staging after its next use. */
