@@ -339,16 +339,12 @@ static locus_status dispatch(op_run *run, locus_device *device,
                                "offers it",
                                locus__op_name(cost->op), broken->info.selector,
                                why);
-        if (unsupported)
-            locus__log(run->context, LOCUS_LOG_INFO,
-                       "%s is not supported on %s (%s); running it on %s",
-                       locus__op_name(cost->op), broken->info.selector, why,
-                       run->choice.device->info.selector);
-        else
-            locus__log(run->context, LOCUS_LOG_WARN,
-                       "%s failed on %s (%s); running it on %s instead",
-                       locus__op_name(cost->op), broken->info.selector, why,
-                       run->choice.device->info.selector);
+        /* A refusal is the scheduler not knowing, a failure is news. */
+        locus__log(
+            run->context, unsupported ? LOCUS_LOG_INFO : LOCUS_LOG_WARN,
+            "%s %s %s (%s); running it on %s instead", locus__op_name(cost->op),
+            unsupported ? "is not supported on" : "failed on",
+            broken->info.selector, why, run->choice.device->info.selector);
         locus__clear_error();
         status = LOCUS_SUCCESS;
     }
