@@ -62,6 +62,7 @@
 
 #include "conv_implicit.h"
 
+#include "conv_direct.h"
 #include "conv_implicit_pack.h"
 
 #define DEFAULT_L1 (32u << 10)
@@ -235,6 +236,10 @@ int locus__cpu_implicit_workspace(const locus__conv_problem *problem,
                                   size_t *bytes)
 {
     implicit_plan plan;
+    if (locus__cpu_direct_fits(problem)) {
+        *bytes = locus__cpu_direct_workspace(problem);
+        return 1;
+    }
     if (!make_plan(problem, &plan))
         return 0;
     *bytes = plan.bytes;
@@ -427,6 +432,8 @@ locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
 {
     const locus__cpu_state *s = problem->state;
     const locus_services *services = s->services;
+    if (locus__cpu_direct_fits(problem))
+        return locus__cpu_conv2d_direct(problem);
     implicit_job job = {.problem = problem, .services = services};
     if (!make_plan(problem, &job.plan))
         return services->fail(

@@ -80,6 +80,9 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->sum = locus__sum_avx512;
         isa->min = locus__min_avx512;
         isa->max = locus__max_avx512;
+        isa->conv_direct = locus__conv_direct_avx512;
+        isa->direct_positions = LOCUS__AVX512_DIRECT_POSITIONS;
+        isa->direct_filters = LOCUS__AVX512_DIRECT_FILTERS;
     }
 #endif
 }

@@ -27,6 +27,19 @@ typedef float (*locus__minmax_kernel)(const float *x, size_t n, int *nan);
  * filter among them (conv_implicit.c). */
 typedef void (*locus__pack_a_kernel)(float *a, const float *const *src,
                                      size_t kc, size_t rows, size_t mr);
+/* One tile of the direct convolution (conv_direct.c): for the first
+ * `positions` (<= direct_positions) positions i and `filters`
+ * (<= direct_filters) filters j,
+ *   out[j * ldo + i] (+)= sum_p filter[p * direct_filters + j]
+ *                              * input[offsets[p] + i * step],
+ * over depth steps p < depth; `accumulate` adds to out, else out is only
+ * written. */
+typedef void (*locus__conv_direct_kernel)(size_t depth, const float *filter,
+                                          const float *input,
+                                          const ptrdiff_t *offsets, size_t step,
+                                          float *out, size_t ldo,
+                                          size_t positions, size_t filters,
+                                          int accumulate);
 
 typedef struct locus__cpu_isa {
     const char *name; /* of the best level in the table: "generic", ... */
@@ -41,12 +54,15 @@ typedef struct locus__cpu_isa {
     locus__minmax_kernel min, max;
     /* conv: NULL where only the portable loop exists. */
     locus__pack_a_kernel pack_a_panel;
+    locus__conv_direct_kernel conv_direct;
+    size_t direct_positions, direct_filters; /* its tile */
 } locus__cpu_isa;
 
 /* The largest register tile of any kernel built in, for callers that size
  * buffers before knowing the table. */
 #define LOCUS__MAX_MR 16
 #define LOCUS__MAX_NR 32
+#define LOCUS__MAX_DIRECT_FILTERS 32
 
 /* Fills isa with the best kernels this CPU supports, capped at `forced`
  * ("generic", "avx2", "avx512"; NULL: not forced). A forced level the CPU

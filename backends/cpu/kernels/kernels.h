@@ -34,5 +34,13 @@ void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
 double locus__sum_avx512(const float *x, size_t n);
 float locus__min_avx512(const float *x, size_t n, int *nan);
 float locus__max_avx512(const float *x, size_t n, int *nan);
+/* The direct convolution's 14-position x 32-filter tile (isa.h). */
+#define LOCUS__AVX512_DIRECT_POSITIONS 14
+#define LOCUS__AVX512_DIRECT_FILTERS 32
+void locus__conv_direct_avx512(size_t depth, const float *filter,
+                               const float *input, const ptrdiff_t *offsets,
+                               size_t step, float *out, size_t ldo,
+                               size_t positions, size_t filters,
+                               int accumulate);
 
 #endif

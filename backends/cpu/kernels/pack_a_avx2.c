@@ -70,6 +70,42 @@ static inline void transpose6x8(float *d, size_t mr, const float *const *src,
     store6(d + 7 * mr, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
+/* Steps [p, p + 8) of the eight rows src[0..8) to d[step * mr + row]. */
+static inline void transpose8x8(float *d, size_t mr, const float *const *src,
+                                size_t p)
+{
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(src[i] + p);
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    d += p * mr;
+    for (int m = 0; m < 4; m++) {
+        _mm256_storeu_ps(d + (size_t)m * mr,
+                         _mm256_permute2f128_ps(u[m], u[4 + m], 0x20));
+        _mm256_storeu_ps(d + (size_t)(4 + m) * mr,
+                         _mm256_permute2f128_ps(u[m], u[4 + m], 0x31));
+    }
+}
+
+/* Whole panels of a multiple of eight rows (the direct convolution's 32
+ * filters, conv_direct.c) go eight rows at a time. */
+static void pack_rows8(float *a, const float *const *src, size_t kc,
+                       size_t mr, size_t *p)
+{
+    for (; *p + 8 <= kc; *p += 8)
+        for (size_t row = 0; row < mr; row += 8)
+            transpose8x8(a + row, mr, src + row, *p);
+}
+
 /* Whole panels of a multiple of six rows (the AVX2 kernel's 6, the
  * AVX-512 kernel's 12) go six rows at a time through the transpose; the
  * AVX-512 packing had been the scalar loop. */
@@ -77,7 +113,9 @@ void locus__pack_a_panel_avx2(float *a, const float *const *src, size_t kc,
                               size_t rows, size_t mr)
 {
     size_t p = 0;
-    if (mr % 6 == 0 && rows == mr) {
+    if (mr % 8 == 0 && rows == mr)
+        pack_rows8(a, src, kc, mr, &p);
+    else if (mr % 6 == 0 && rows == mr) {
         for (; p + 8 <= kc; p += 8)
             for (size_t row = 0; row < mr; row += 6)
                 transpose6x8(a + row, mr, src + row, p);

@@ -1,0 +1,393 @@
+/* 2-D convolution computed directly: each output row of each image, for
+ * each group of 32 filters, as tiles of 14 positions (the ISA's
+ * conv_direct kernel, kernels/conv_direct_avx512.c). The kernel's vectors
+ * are 32 filters' weights of one tap, from the filter packed once per call
+ * (filter-major within a group, w[p * 32 + j] for depth step p = (c, r, s));
+ * the positions are broadcasts read straight from the image, so nothing of
+ * im2col's column is ever packed: depth step p of a tile is at
+ * `offsets[p]` floats from its first position, position i `stride_w * i`
+ * floats further.
+ *
+ * Padding. The image is read in place where the layer has no padding and
+ * a row's last tile stays inside the row (1x1 layers, 14 | output width).
+ * Otherwise each channel plane is copied, once per call, into a
+ * zero-bordered plane of hp x wx floats, wide enough for the last tile's
+ * unused positions, so that every load is inside the plane.
+ *
+ * Work. Units are (filter group, image, output row), group-major, split
+ * evenly over the workers (services->split): a worker's units share one or
+ * two filter groups, whose packed weights stay in its L2 while it walks
+ * the rows. Depth is cut into blocks only where one group's packed filter
+ * would not fit half of L2; the later blocks add to the output.
+ *
+ * Shared workspace, prepared inside the compute job (conv_implicit.c says
+ * why not in a job of its own): the packed filter, in pieces of one group
+ * and one depth chunk, and the padded planes, one piece per image and
+ * channel. Each piece has an atomic state (free, claimed, done); before a
+ * worker first uses a group or an image it claims and prepares the free
+ * pieces, starting a share of them apart from the other workers, then
+ * waits for those others claimed. A claimed piece is always being prepared
+ * by a running worker that waits for nothing, so this cannot deadlock,
+ * even where the pool runs the ranks one after another.
+ *
+ * Every output element is computed by the same kernel calls whichever
+ * worker owns it: results do not depend on the worker count. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <threads.h>
+
+#include "conv_direct.h"
+
+#define DEFAULT_L2 (256u << 10)
+/* Depth steps per filter-packing piece. */
+#define PACK_CHUNK 256
+
+enum { PIECE_FREE, PIECE_CLAIMED, PIECE_DONE };
+
+typedef struct direct_plan {
+    size_t positions, filters; /* the kernel's tile: 14 x 32 */
+    size_t crs, pq;
+    size_t groups;    /* filter groups of `filters` */
+    size_t row_tiles; /* tiles per output row */
+    size_t depth;     /* depth block: all of crs unless L2 is short */
+    size_t chunks;    /* filter-packing pieces per group */
+    int copy;         /* planes copied into padded ones */
+    size_t hp, wx;    /* a plane's rows and floats per row as read */
+    size_t plane;     /* floats per plane as read */
+    /* Workspace, in floats, each part in whole pages. */
+    size_t filter_floats, offset_floats, state_floats, padded_floats;
+    size_t bytes;
+} direct_plan;
+
+typedef struct direct_job {
+    const locus__conv_problem *problem;
+    const locus_services *services;
+    direct_plan plan;
+    float *filter;         /* packed, groups x crs x 32 */
+    const ptrdiff_t *offsets;
+    atomic_int *filter_states; /* groups x chunks */
+    atomic_int *plane_states;  /* batch x channels (copy only) */
+    float *padded;             /* batch x channels planes (copy only) */
+} direct_job;
+
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Fraction of the kernel's lanes that compute real outputs, in both
+ * orientations: the direct tile's (positions of a row by filters) and the
+ * implicit GEMM's (filters by positions of the whole image). */
+static double direct_efficiency(const locus__conv_problem *pr, size_t tp,
+                                size_t tf)
+{
+    double q = (double)pr->shape.out_w, k = (double)pr->out_channels;
+    return q / (double)(ceil_div(pr->shape.out_w, tp) * tp) * k /
+           (double)(ceil_div(pr->out_channels, tf) * tf);
+}
+
+static double implicit_efficiency(const locus__conv_problem *pr, size_t mr,
+                                  size_t nr)
+{
+    size_t pq = pr->shape.out_h * pr->shape.out_w;
+    return (double)pq / (double)(ceil_div(pq, nr) * nr) *
+           (double)pr->out_channels /
+           (double)(ceil_div(pr->out_channels, mr) * mr);
+}
+
+/* Returns 0 where the kernel is missing or a count overflows. */
+static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
+{
+    const locus__conv_shape *sh = &pr->shape;
+    const locus__cpu_isa *isa = &pr->state->isa;
+    const locus_services *sv = pr->state->services;
+    if (!isa->conv_direct)
+        return 0;
+    size_t page_floats = pr->state->page_size / sizeof(float);
+    plan->positions = isa->direct_positions;
+    plan->filters = isa->direct_filters;
+    if (!locus__cpu_mul_size(sh->channels, sh->kernel_h, &plan->crs) ||
+        !locus__cpu_mul_size(plan->crs, sh->kernel_w, &plan->crs) ||
+        !locus__cpu_mul_size(sh->out_h, sh->out_w, &plan->pq) ||
+        plan->crs > PTRDIFF_MAX / sizeof(float))
+        return 0;
+    plan->groups = ceil_div(pr->out_channels, plan->filters);
+    plan->row_tiles = ceil_div(sh->out_w, plan->positions);
+
+    size_t l2 = sv->cache_bytes(pr->state->runtime, 2);
+    int sharing = sv->cache_sharing(pr->state->runtime, 2);
+    if (l2 == 0)
+        l2 = DEFAULT_L2;
+    if (sharing > 1)
+        l2 /= (size_t)sharing;
+    size_t most = l2 / 2 / (plan->filters * sizeof(float)) / 8 * 8;
+    plan->depth = most < 64 ? 64 : most;
+    if (plan->depth >= plan->crs)
+        plan->depth = plan->crs;
+    plan->chunks = ceil_div(plan->crs, PACK_CHUNK);
+
+    /* The last tile of a row reads up to here, in floats from the row. */
+    size_t reach;
+    if (!locus__cpu_mul_size(plan->row_tiles * plan->positions - 1,
+                             sh->stride_w, &reach) ||
+        reach > SIZE_MAX - sh->kernel_w)
+        return 0;
+    reach += sh->kernel_w;
+    plan->copy = sh->pad_h != 0 || sh->pad_w != 0 || reach > sh->width;
+    plan->hp = sh->height + 2 * sh->pad_h;
+    plan->wx = sh->width + 2 * sh->pad_w;
+    if (plan->wx < reach)
+        plan->wx = reach;
+    if (!locus__cpu_mul_size(plan->hp, plan->wx, &plan->plane))
+        return 0;
+
+    /* Workspace: packed filter, offsets, piece states, padded planes. */
+    size_t rows, images, states;
+    if (!locus__cpu_mul_size(plan->groups, plan->filters, &rows) ||
+        !locus__cpu_mul_size(rows, plan->crs, &plan->filter_floats) ||
+        !locus__cpu_mul_size(plan->groups, plan->chunks, &states) ||
+        !locus__cpu_mul_size(pr->batch, sh->channels, &images) ||
+        states > SIZE_MAX / 2 - images)
+        return 0;
+    states += plan->copy ? images : 0;
+    plan->offset_floats = ceil_div(plan->crs * sizeof(ptrdiff_t), sizeof(float));
+    plan->state_floats = ceil_div(states * sizeof(atomic_int), sizeof(float));
+    plan->padded_floats = 0;
+    if (plan->copy &&
+        !locus__cpu_mul_size(images, plan->plane, &plan->padded_floats))
+        return 0;
+    size_t parts[4] = {plan->filter_floats, plan->offset_floats,
+                       plan->state_floats, plan->padded_floats};
+    size_t floats = 0;
+    for (int i = 0; i < 4; i++) {
+        if (parts[i] > SIZE_MAX / 2 - page_floats)
+            return 0;
+        parts[i] = ceil_div(parts[i], page_floats) * page_floats;
+        if (floats > SIZE_MAX / 2 - parts[i])
+            return 0;
+        floats += parts[i];
+    }
+    plan->filter_floats = parts[0];
+    plan->offset_floats = parts[1];
+    plan->state_floats = parts[2];
+    plan->padded_floats = parts[3];
+    plan->bytes = floats * sizeof(float);
+    return 1;
+}
+
+int locus__cpu_direct_fits(const locus__conv_problem *problem)
+{
+    const locus__cpu_isa *isa = &problem->state->isa;
+    direct_plan plan;
+    if (!make_plan(problem, &plan))
+        return 0;
+    /* The direct kernel saves the implicit GEMM's packing of the input
+     * (5-15% of its time, docs/PERFORMANCE.md), so it may waste a little
+     * more of its lanes and still win, not much more. */
+    return direct_efficiency(problem, plan.positions, plan.filters) >=
+           0.95 * implicit_efficiency(problem, isa->mr, isa->nr);
+}
+
+size_t locus__cpu_direct_workspace(const locus__conv_problem *problem)
+{
+    direct_plan plan;
+    return make_plan(problem, &plan) ? plan.bytes : 0;
+}
+
+/* Claims and prepares the free pieces among states[0..count), from
+ * `from` on cyclically, then waits for the ones others claimed. */
+static void prepare(const direct_job *job, atomic_int *states, size_t count,
+                    size_t from, size_t base,
+                    void (*make)(const direct_job *, size_t))
+{
+    for (size_t n = 0, i = from; n < count; n++, i = i + 1 == count ? 0 : i + 1) {
+        int expected = PIECE_FREE;
+        if (atomic_load_explicit(&states[i], memory_order_relaxed) !=
+                PIECE_FREE ||
+            !atomic_compare_exchange_strong_explicit(
+                &states[i], &expected, PIECE_CLAIMED, memory_order_relaxed,
+                memory_order_relaxed))
+            continue;
+        make(job, base + i);
+        atomic_store_explicit(&states[i], PIECE_DONE, memory_order_release);
+    }
+    for (size_t i = 0; i < count; i++)
+        for (unsigned spin = 0;
+             atomic_load_explicit(&states[i], memory_order_acquire) !=
+             PIECE_DONE;
+             spin++)
+            if (spin >= 64)
+                thrd_yield(); /* the preparer may have lost its core */
+}
+
+/* Filter piece: group g, depth chunk h (piece = g * chunks + h). */
+static void pack_filter_piece(const direct_job *job, size_t piece)
+{
+    const locus__conv_problem *pr = job->problem;
+    const direct_plan *plan = &job->plan;
+    const locus__cpu_isa *isa = &pr->state->isa;
+    size_t g = piece / plan->chunks, h = piece % plan->chunks;
+    size_t tf = plan->filters, crs = plan->crs;
+    size_t first = g * tf, rows = min_size(tf, pr->out_channels - first);
+    size_t p0 = h * PACK_CHUNK, steps = min_size(PACK_CHUNK, crs - p0);
+    float *w = job->filter + g * tf * crs + p0 * tf;
+    const float *src[LOCUS__MAX_DIRECT_FILTERS];
+    for (size_t j = 0; j < rows; j++)
+        src[j] = pr->filter + (first + j) * crs + p0;
+    if (isa->pack_a_panel)
+        isa->pack_a_panel(w, src, steps, rows, tf);
+    else
+        for (size_t p = 0; p < steps; p++)
+            for (size_t j = 0; j < tf; j++)
+                w[p * tf + j] = j < rows ? src[j][p] : 0.0f;
+    if (h == 0) /* the whole rows, once */
+        job->services->account_read(pr->op, pr->filter + first * crs,
+                                    rows * crs * sizeof(float));
+}
+
+/* Plane piece: image n, channel c (piece = n * channels + c). */
+static void pad_plane(const direct_job *job, size_t piece)
+{
+    const locus__conv_problem *pr = job->problem;
+    const locus__conv_shape *sh = &pr->shape;
+    const direct_plan *plan = &job->plan;
+    const float *src = pr->input + piece * sh->height * sh->width;
+    float *dst = job->padded + piece * plan->plane;
+    size_t wx = plan->wx, right = wx - sh->pad_w - sh->width;
+    memset(dst, 0, sh->pad_h * wx * sizeof(float));
+    dst += sh->pad_h * wx;
+    for (size_t y = 0; y < sh->height; y++, dst += wx, src += sh->width) {
+        memset(dst, 0, sh->pad_w * sizeof(float));
+        memcpy(dst + sh->pad_w, src, sh->width * sizeof(float));
+        memset(dst + sh->pad_w + sh->width, 0, right * sizeof(float));
+    }
+    memset(dst, 0, (plan->hp - sh->pad_h - sh->height) * wx * sizeof(float));
+    job->services->account_read(pr->op, pr->input + piece * sh->height *
+                                                        sh->width,
+                                sh->height * sh->width * sizeof(float));
+}
+
+/* The image's planes as the kernel reads them, prepared if need be. */
+static const float *image_planes(const direct_job *job, size_t n, int rank,
+                                 int ranks)
+{
+    const locus__conv_problem *pr = job->problem;
+    size_t c = pr->shape.channels;
+    if (!job->plan.copy)
+        return pr->input + n * c * job->plan.plane;
+    prepare(job, job->plane_states + n * c, c,
+            c * (size_t)rank / (size_t)ranks, n * c, pad_plane);
+    return job->padded + n * c * job->plan.plane;
+}
+
+/* Units [u0, u1) of one filter group, depth steps [p0, p0 + depth). */
+static void run_units(const direct_job *job, size_t u0, size_t u1, size_t p0,
+                      size_t depth, int rank, int ranks)
+{
+    const locus__conv_problem *pr = job->problem;
+    const locus__conv_shape *sh = &pr->shape;
+    const direct_plan *plan = &job->plan;
+    const locus__cpu_isa *isa = &pr->state->isa;
+    size_t oh_count = sh->out_h, per_group = pr->batch * oh_count;
+    size_t tp = plan->positions, tf = plan->filters, k = pr->out_channels;
+    size_t g = u0 / per_group;
+    size_t filters = min_size(tf, k - g * tf);
+    const float *w = job->filter + g * tf * plan->crs + p0 * tf;
+    const ptrdiff_t *offsets = job->offsets + p0;
+    size_t image = SIZE_MAX;
+    const float *planes = NULL;
+    for (size_t u = u0; u < u1; u++) {
+        size_t n = (u % per_group) / oh_count, oh = u % oh_count;
+        if (n != image) {
+            planes = image_planes(job, n, rank, ranks);
+            image = n;
+            if (!plan->copy && p0 == 0) {
+                size_t end = min_size(u1, u - oh + oh_count);
+                locus__cpu_conv_account_rows(pr, planes, oh * sh->out_w,
+                                             (end - u + oh) * sh->out_w);
+            }
+        }
+        const float *row = planes + oh * sh->stride_h * plan->wx;
+        float *out = pr->output + ((n * k + g * tf) * oh_count + oh) * sh->out_w;
+        for (size_t t = 0; t < plan->row_tiles; t++)
+            isa->conv_direct(depth, w, row + t * tp * sh->stride_w, offsets,
+                             sh->stride_w, out + t * tp, plan->pq,
+                             min_size(tp, sh->out_w - t * tp), filters,
+                             p0 != 0);
+    }
+}
+
+static void compute_worker(void *arg, int rank, int ranks)
+{
+    const direct_job *job = arg;
+    const locus__conv_problem *pr = job->problem;
+    const direct_plan *plan = &job->plan;
+    size_t per_group = pr->batch * pr->shape.out_h;
+    size_t u0, u1;
+    job->services->split(plan->groups * per_group, 1, rank, ranks, &u0, &u1);
+    while (u0 < u1) {
+        size_t g = u0 / per_group, end = min_size(u1, (g + 1) * per_group);
+        prepare(job, job->filter_states + g * plan->chunks, plan->chunks,
+                plan->chunks * (size_t)rank / (size_t)ranks, g * plan->chunks,
+                pack_filter_piece);
+        for (size_t p0 = 0; p0 < plan->crs; p0 += plan->depth)
+            run_units(job, u0, end, p0, min_size(plan->depth, plan->crs - p0),
+                      rank, ranks);
+        u0 = end;
+    }
+}
+
+locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
+{
+    const locus__cpu_state *s = problem->state;
+    const locus_services *services = s->services;
+    const locus__conv_shape *sh = &problem->shape;
+    direct_job job = {.problem = problem, .services = services};
+    if (!make_plan(problem, &job.plan))
+        return services->fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                              "conv2d direct of %zu filters over %zu x %zu x "
+                              "%zu taps overflows",
+                              problem->out_channels, sh->channels,
+                              sh->kernel_h, sh->kernel_w);
+    const direct_plan *plan = &job.plan;
+    int node = problem->node;
+    size_t bytes = plan->bytes;
+    locus__gemm_buffers buffers;
+    locus_status status = locus__gemm_workspace_acquire(
+        s->gemm_workspace, services, s->runtime, 1, &node, &bytes, &buffers);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    float *memory = buffers.memory[0];
+    job.filter = memory;
+    ptrdiff_t *offsets = (ptrdiff_t *)(void *)(memory + plan->filter_floats);
+    job.offsets = offsets;
+    atomic_int *states =
+        (atomic_int *)(void *)(memory + plan->filter_floats +
+                               plan->offset_floats);
+    job.filter_states = states;
+    job.plane_states = states + plan->groups * plan->chunks;
+    job.padded = memory + plan->filter_floats + plan->offset_floats +
+                 plan->state_floats;
+
+    size_t states_count = plan->groups * plan->chunks +
+                          (plan->copy ? problem->batch * sh->channels : 0);
+    for (size_t i = 0; i < states_count; i++)
+        atomic_init(&states[i], PIECE_FREE);
+    for (size_t c = 0, p = 0; c < sh->channels; c++)
+        for (size_t r = 0; r < sh->kernel_h; r++)
+            for (size_t q = 0; q < sh->kernel_w; q++, p++)
+                offsets[p] = (ptrdiff_t)(c * plan->plane + r * plan->wx + q);
+    if (problem->op && problem->op->record)
+        problem->op->record->workspace_bytes = plan->bytes;
+
+    status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
+                            compute_worker, &job);
+    locus__gemm_workspace_release(services, s->runtime, &buffers);
+    return status;
+}
