@@ -101,12 +101,13 @@ static double implicit_efficiency(const locus__conv_problem *pr, size_t mr,
            (double)(ceil_div(pr->out_channels, mr) * mr);
 }
 
-/* Returns 0 where the kernel is missing or a count overflows. */
+/* Returns 0 where the kernel is missing or a count overflows. Reads the
+ * problem and the ISA table alone (the tests build problems without a
+ * runtime); the depth block is set by choose_depth. */
 static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
 {
     const locus__conv_shape *sh = &pr->shape;
     const locus__cpu_isa *isa = &pr->state->isa;
-    const locus_services *sv = pr->state->services;
     if (!isa->conv_direct)
         return 0;
     size_t page_floats = pr->state->page_size / sizeof(float);
@@ -120,16 +121,6 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     plan->groups = ceil_div(pr->out_channels, plan->filters);
     plan->row_tiles = ceil_div(sh->out_w, plan->positions);
 
-    size_t l2 = sv->cache_bytes(pr->state->runtime, 2);
-    int sharing = sv->cache_sharing(pr->state->runtime, 2);
-    if (l2 == 0)
-        l2 = DEFAULT_L2;
-    if (sharing > 1)
-        l2 /= (size_t)sharing;
-    size_t most = l2 / 2 / (plan->filters * sizeof(float)) / 8 * 8;
-    plan->depth = most < 64 ? 64 : most;
-    if (plan->depth >= plan->crs)
-        plan->depth = plan->crs;
     plan->chunks = ceil_div(plan->crs, PACK_CHUNK);
 
     /* The last tile of a row reads up to here, in floats from the row. */
@@ -179,6 +170,23 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     plan->padded_floats = parts[3];
     plan->bytes = floats * sizeof(float);
     return 1;
+}
+
+/* One group's packed filter block in half of L2 (the kernel streams it
+ * once per tile), all of the depth where it fits. */
+static void choose_depth(const locus__conv_problem *pr, direct_plan *plan)
+{
+    const locus_services *sv = pr->state->services;
+    size_t l2 = sv->cache_bytes(pr->state->runtime, 2);
+    int sharing = sv->cache_sharing(pr->state->runtime, 2);
+    if (l2 == 0)
+        l2 = DEFAULT_L2;
+    if (sharing > 1)
+        l2 /= (size_t)sharing;
+    size_t most = l2 / 2 / (plan->filters * sizeof(float)) / 8 * 8;
+    plan->depth = most < 64 ? 64 : most;
+    if (plan->depth >= plan->crs)
+        plan->depth = plan->crs;
 }
 
 int locus__cpu_direct_fits(const locus__conv_problem *problem)
@@ -355,6 +363,7 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
                               "%zu taps overflows",
                               problem->out_channels, sh->channels,
                               sh->kernel_h, sh->kernel_w);
+    choose_depth(problem, &job.plan);
     const direct_plan *plan = &job.plan;
     int node = problem->node;
     size_t bytes = plan->bytes;
