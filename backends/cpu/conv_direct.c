@@ -10,31 +10,35 @@
  *
  * Padding. The image is read in place where the layer has no padding and
  * a row's last tile stays inside the row (1x1 layers, 14 | output width).
- * Otherwise each channel plane is copied, once per call, into a
- * zero-bordered plane of hp x wx floats, wide enough for the last tile's
- * unused positions, so that every load is inside the plane.
+ * Otherwise each worker copies the input rows its next output rows read,
+ * every channel, into its own band of zero-bordered rows, wx floats wide
+ * so that the last tile's unused positions stay inside the row. A band is
+ * the worker's alone: a padded image shared by all workers made each wait
+ * for the slowest to copy its share (30-40 us of a 0.5 ms call on the
+ * 2-core VM, when a worker had lost its core for a moment).
  *
  * Work. Units are (filter group, image, output row), group-major, split
  * evenly over the workers (services->split): a worker's units share one or
- * two filter groups, whose packed weights stay in its L2 while it walks
- * the rows. Depth is cut into blocks only where one group's packed filter
- * would not fit half of L2; the later blocks add to the output.
+ * a few filter groups, whose packed weights stay in its L2 while it walks
+ * the rows, a band of up to BAND_ROWS output rows at a time (kept when the
+ * next group needs the same rows). Depth is cut into blocks only where
+ * one group's packed filter would not fit half of L2; the later blocks add
+ * to the output.
  *
- * Shared workspace, prepared inside the compute job (conv_implicit.c says
- * why not in a job of its own): the packed filter, in pieces of one group
- * and one depth chunk, and the padded planes, one piece per image and
- * channel. Each piece has an atomic state (free, claimed, done); before a
- * worker first uses a group or an image it claims and prepares the free
- * pieces, starting a share of them apart from the other workers, then
- * waits for those others claimed. A claimed piece is always being prepared
- * by a running worker that waits for nothing, so this cannot deadlock,
- * even where the pool runs the ranks one after another.
+ * The packed filter is the one shared workspace, prepared inside the
+ * compute job (conv_implicit.c says why not in a job of its own) in
+ * pieces of one group and one depth chunk, each with an atomic state
+ * (free, claimed, done): before a worker first uses a group it claims and
+ * packs the free pieces, starting a share of them apart from the other
+ * workers of the group, then waits for those others claimed. A claimed
+ * piece is always being packed by a running worker that waits for
+ * nothing, so this cannot deadlock, even where the pool runs the ranks one
+ * after another.
  *
  * Every output element is computed by the same kernel calls whichever
  * worker owns it: results do not depend on the worker count. */
 #include <stdatomic.h>
 #include <stdint.h>
-#include <string.h>
 #include <threads.h>
 
 #include "conv_direct.h"
@@ -42,6 +46,8 @@
 #define DEFAULT_L2 (256u << 10)
 /* Depth steps per filter-packing piece. */
 #define PACK_CHUNK 256
+/* Output rows per band, at most. */
+#define BAND_ROWS 16
 
 enum { PIECE_FREE, PIECE_CLAIMED, PIECE_DONE };
 
@@ -52,11 +58,14 @@ typedef struct direct_plan {
     size_t row_tiles; /* tiles per output row */
     size_t depth;     /* depth block: all of crs unless L2 is short */
     size_t chunks;    /* filter-packing pieces per group */
-    int copy;         /* planes copied into padded ones */
-    size_t hp, wx;    /* a plane's rows and floats per row as read */
-    size_t plane;     /* floats per plane as read */
+    int copy;         /* rows copied into padded bands */
+    size_t band_out;  /* output rows per band, at most */
+    size_t band_rows; /* a band's input rows (padded coordinates) */
+    size_t wx;        /* floats per row as read */
+    size_t plane;     /* floats between two channels as read */
     /* Workspace, in floats, each part in whole pages. */
-    size_t filter_floats, offset_floats, state_floats, padded_floats;
+    size_t filter_floats, offset_floats, state_floats;
+    size_t band_floats; /* one worker's band */
     size_t bytes;
 } direct_plan;
 
@@ -67,8 +76,7 @@ typedef struct direct_job {
     float *filter;         /* packed, groups x crs x 32 */
     const ptrdiff_t *offsets;
     atomic_int *filter_states; /* groups x chunks */
-    atomic_int *plane_states;  /* batch x channels (copy only) */
-    float *padded;             /* batch x channels planes (copy only) */
+    float *bands;              /* per worker, band_floats apart */
 } direct_job;
 
 static size_t ceil_div(size_t a, size_t b)
@@ -131,43 +139,42 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
         return 0;
     reach += sh->kernel_w;
     plan->copy = sh->pad_h != 0 || sh->pad_w != 0 || reach > sh->width;
-    plan->hp = sh->height + 2 * sh->pad_h;
-    plan->wx = sh->width + 2 * sh->pad_w;
+    plan->band_out = min_size(sh->out_h, BAND_ROWS);
+    plan->band_rows = (plan->band_out - 1) * sh->stride_h + sh->kernel_h;
+    plan->wx = plan->copy ? sh->width + 2 * sh->pad_w : sh->width;
     if (plan->wx < reach)
         plan->wx = reach;
-    if (!locus__cpu_mul_size(plan->hp, plan->wx, &plan->plane))
+    if (!locus__cpu_mul_size(plan->copy ? plan->band_rows : sh->height,
+                             plan->wx, &plan->plane))
         return 0;
 
-    /* Workspace: packed filter, offsets, piece states, padded planes. */
-    size_t rows, images, states;
+    /* Workspace: packed filter, offsets, piece states, the bands. */
+    size_t rows, states;
     if (!locus__cpu_mul_size(plan->groups, plan->filters, &rows) ||
         !locus__cpu_mul_size(rows, plan->crs, &plan->filter_floats) ||
         !locus__cpu_mul_size(plan->groups, plan->chunks, &states) ||
-        !locus__cpu_mul_size(pr->batch, sh->channels, &images) ||
-        states > SIZE_MAX / 2 - images)
+        !locus__cpu_mul_size(plan->plane, sh->channels, &plan->band_floats))
         return 0;
-    states += plan->copy ? images : 0;
+    if (!plan->copy)
+        plan->band_floats = 0;
     plan->offset_floats = ceil_div(plan->crs * sizeof(ptrdiff_t), sizeof(float));
     plan->state_floats = ceil_div(states * sizeof(atomic_int), sizeof(float));
-    plan->padded_floats = 0;
-    if (plan->copy &&
-        !locus__cpu_mul_size(images, plan->plane, &plan->padded_floats))
-        return 0;
     size_t parts[4] = {plan->filter_floats, plan->offset_floats,
-                       plan->state_floats, plan->padded_floats};
+                       plan->state_floats, plan->band_floats};
     size_t floats = 0;
     for (int i = 0; i < 4; i++) {
-        if (parts[i] > SIZE_MAX / 2 - page_floats)
+        if (parts[i] > SIZE_MAX / 4 - page_floats)
             return 0;
         parts[i] = ceil_div(parts[i], page_floats) * page_floats;
-        if (floats > SIZE_MAX / 2 - parts[i])
+        size_t count = i == 3 ? (size_t)pr->workers : 1;
+        if (parts[i] > (SIZE_MAX / 4 - floats) / count)
             return 0;
-        floats += parts[i];
+        floats += parts[i] * count;
     }
     plan->filter_floats = parts[0];
     plan->offset_floats = parts[1];
     plan->state_floats = parts[2];
-    plan->padded_floats = parts[3];
+    plan->band_floats = parts[3];
     plan->bytes = floats * sizeof(float);
     return 1;
 }
@@ -259,75 +266,81 @@ static void pack_filter_piece(const direct_job *job, size_t piece)
                                     rows * crs * sizeof(float));
 }
 
-/* Plane piece: image n, channel c (piece = n * channels + c). */
-static void pad_plane(const direct_job *job, size_t piece)
+/* A worker's band: padded rows [row0, row0 + rows) of image n, every
+ * channel, plane floats apart. Rows are short (16 floats on a 14x14
+ * layer): plain loops, which the compiler vectorizes, rather than memset
+ * and memcpy calls per row. */
+static void pad_band(const direct_job *job, size_t n, size_t row0, size_t rows,
+                     float *band)
 {
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
     const direct_plan *plan = &job->plan;
-    const float *src = pr->input + piece * sh->height * sh->width;
-    float *dst = job->padded + piece * plan->plane;
-    size_t wx = plan->wx, right = wx - sh->pad_w - sh->width;
-    memset(dst, 0, sh->pad_h * wx * sizeof(float));
-    dst += sh->pad_h * wx;
-    for (size_t y = 0; y < sh->height; y++, dst += wx, src += sh->width) {
-        memset(dst, 0, sh->pad_w * sizeof(float));
-        memcpy(dst + sh->pad_w, src, sh->width * sizeof(float));
-        memset(dst + sh->pad_w + sh->width, 0, right * sizeof(float));
+    size_t wx = plan->wx, pw = sh->pad_w, w = sh->width, hw = sh->height * w;
+    const float *image = pr->input + n * sh->channels * hw;
+    for (size_t c = 0; c < sh->channels; c++) {
+        for (size_t j = 0; j < rows; j++) {
+            float *dst = band + c * plan->plane + j * wx;
+            size_t y = row0 + j; /* padded; input row y - pad_h */
+            if (y < sh->pad_h || y - sh->pad_h >= sh->height) {
+                for (size_t x = 0; x < wx; x++)
+                    dst[x] = 0.0f;
+                continue;
+            }
+            const float *src = image + c * hw + (y - sh->pad_h) * w;
+            for (size_t x = 0; x < pw; x++)
+                dst[x] = 0.0f;
+            for (size_t x = 0; x < w; x++)
+                dst[pw + x] = src[x];
+            for (size_t x = pw + w; x < wx; x++)
+                dst[x] = 0.0f;
+        }
     }
-    memset(dst, 0, (plan->hp - sh->pad_h - sh->height) * wx * sizeof(float));
-    job->services->account_read(pr->op, pr->input + piece * sh->height *
-                                                        sh->width,
-                                sh->height * sh->width * sizeof(float));
 }
 
-/* The image's planes as the kernel reads them, prepared if need be. */
-static const float *image_planes(const direct_job *job, size_t n, int rank,
-                                 int ranks)
-{
-    const locus__conv_problem *pr = job->problem;
-    size_t c = pr->shape.channels;
-    if (!job->plan.copy)
-        return pr->input + n * c * job->plan.plane;
-    prepare(job, job->plane_states + n * c, c,
-            c * (size_t)rank / (size_t)ranks, n * c, pad_plane);
-    return job->padded + n * c * job->plan.plane;
-}
+/* What a worker keeps between its runs: the band it last copied. */
+typedef struct worker_band {
+    float *memory;
+    size_t image, row0, rows; /* image SIZE_MAX: none yet */
+} worker_band;
 
-/* Units [u0, u1) of one filter group, depth steps [p0, p0 + depth). */
-static void run_units(const direct_job *job, size_t u0, size_t u1, size_t p0,
-                      size_t depth, int rank, int ranks)
+/* Output rows [oh0, oh1) of image n for filter group g: the band (copied
+ * unless the worker's last one holds the rows), then every depth block
+ * of every row's tiles. */
+static void run_rows(const direct_job *job, worker_band *wb, size_t g,
+                     size_t n, size_t oh0, size_t oh1)
 {
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
     const direct_plan *plan = &job->plan;
     const locus__cpu_isa *isa = &pr->state->isa;
-    size_t oh_count = sh->out_h, per_group = pr->batch * oh_count;
     size_t tp = plan->positions, tf = plan->filters, k = pr->out_channels;
-    size_t g = u0 / per_group;
     size_t filters = min_size(tf, k - g * tf);
-    const float *w = job->filter + g * tf * plan->crs + p0 * tf;
-    const ptrdiff_t *offsets = job->offsets + p0;
-    size_t image = SIZE_MAX;
-    const float *planes = NULL;
-    for (size_t u = u0; u < u1; u++) {
-        size_t n = (u % per_group) / oh_count, oh = u % oh_count;
-        if (n != image) {
-            planes = image_planes(job, n, rank, ranks);
-            image = n;
-            if (!plan->copy && p0 == 0) {
-                size_t end = min_size(u1, u - oh + oh_count);
-                locus__cpu_conv_account_rows(pr, planes, oh * sh->out_w,
-                                             (end - u + oh) * sh->out_w);
-            }
+    size_t row0 = oh0 * sh->stride_h;
+    size_t rows = (oh1 - 1 - oh0) * sh->stride_h + sh->kernel_h;
+    const float *image = pr->input + n * sh->channels * sh->height * sh->width;
+    const float *base = image + row0 * plan->wx;
+    if (plan->copy) {
+        if (wb->image != n || wb->row0 != row0 || wb->rows < rows) {
+            pad_band(job, n, row0, rows, wb->memory);
+            *wb = (worker_band){wb->memory, n, row0, rows};
         }
-        const float *row = planes + oh * sh->stride_h * plan->wx;
-        float *out = pr->output + ((n * k + g * tf) * oh_count + oh) * sh->out_w;
-        for (size_t t = 0; t < plan->row_tiles; t++)
-            isa->conv_direct(depth, w, row + t * tp * sh->stride_w, offsets,
-                             sh->stride_w, out + t * tp, plan->pq,
-                             min_size(tp, sh->out_w - t * tp), filters,
-                             p0 != 0);
+        base = wb->memory;
+    }
+
+    for (size_t p0 = 0; p0 < plan->crs; p0 += plan->depth) {
+        size_t depth = min_size(plan->depth, plan->crs - p0);
+        const float *w = job->filter + g * tf * plan->crs + p0 * tf;
+        for (size_t oh = oh0; oh < oh1; oh++) {
+            const float *row = base + (oh - oh0) * sh->stride_h * plan->wx;
+            float *out =
+                pr->output + ((n * k + g * tf) * sh->out_h + oh) * sh->out_w;
+            for (size_t t = 0; t < plan->row_tiles; t++)
+                isa->conv_direct(depth, w, row + t * tp * sh->stride_w,
+                                 job->offsets + p0, sh->stride_w, out + t * tp,
+                                 plan->pq, min_size(tp, sh->out_w - t * tp),
+                                 filters, p0 != 0);
+        }
     }
 }
 
@@ -336,7 +349,9 @@ static void compute_worker(void *arg, int rank, int ranks)
     const direct_job *job = arg;
     const locus__conv_problem *pr = job->problem;
     const direct_plan *plan = &job->plan;
-    size_t per_group = pr->batch * pr->shape.out_h;
+    size_t oh_count = pr->shape.out_h, per_group = pr->batch * oh_count;
+    worker_band wb = {job->bands + (size_t)rank * plan->band_floats, SIZE_MAX,
+                      0, 0};
     size_t u0, u1;
     job->services->split(plan->groups * per_group, 1, rank, ranks, &u0, &u1);
     while (u0 < u1) {
@@ -344,9 +359,21 @@ static void compute_worker(void *arg, int rank, int ranks)
         prepare(job, job->filter_states + g * plan->chunks, plan->chunks,
                 plan->chunks * (size_t)rank / (size_t)ranks, g * plan->chunks,
                 pack_filter_piece);
-        for (size_t p0 = 0; p0 < plan->crs; p0 += plan->depth)
-            run_units(job, u0, end, p0, min_size(plan->depth, plan->crs - p0),
-                      rank, ranks);
+        /* Per image, its rows in runs of at most band_out. Every pass of
+         * a group over the rows reads them: accounted once per pass (per
+         * channel, so not per run). */
+        for (size_t u = u0; u < end;) {
+            size_t n = (u % per_group) / oh_count, oh = u % oh_count;
+            size_t last = min_size(oh_count, oh + (end - u));
+            locus__cpu_conv_account_rows(
+                pr, pr->input + n * pr->shape.channels * pr->shape.height *
+                                    pr->shape.width,
+                oh * pr->shape.out_w, last * pr->shape.out_w);
+            for (; oh < last; oh += plan->band_out)
+                run_rows(job, &wb, g, n, oh,
+                         min_size(last, oh + plan->band_out));
+            u += last - (u % oh_count);
+        }
         u0 = end;
     }
 }
@@ -380,13 +407,9 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         (atomic_int *)(void *)(memory + plan->filter_floats +
                                plan->offset_floats);
     job.filter_states = states;
-    job.plane_states = states + plan->groups * plan->chunks;
-    job.padded = memory + plan->filter_floats + plan->offset_floats +
-                 plan->state_floats;
-
-    size_t states_count = plan->groups * plan->chunks +
-                          (plan->copy ? problem->batch * sh->channels : 0);
-    for (size_t i = 0; i < states_count; i++)
+    job.bands = memory + plan->filter_floats + plan->offset_floats +
+                plan->state_floats;
+    for (size_t i = 0; i < plan->groups * plan->chunks; i++)
         atomic_init(&states[i], PIECE_FREE);
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)
