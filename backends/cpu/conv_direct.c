@@ -69,6 +69,11 @@ typedef struct direct_plan {
     size_t bytes;
 } direct_plan;
 
+/* One worker's share of the units (compute_worker), a cache line each. */
+typedef struct share_word {
+    _Alignas(64) atomic_uint_least64_t range;
+} share_word;
+
 typedef struct direct_job {
     const locus__conv_problem *problem;
     const locus_services *services;
@@ -77,6 +82,7 @@ typedef struct direct_job {
     const ptrdiff_t *offsets;
     atomic_int *filter_states; /* groups x chunks */
     float *bands;              /* per worker, band_floats apart */
+    share_word *shares;        /* per worker */
 } direct_job;
 
 static size_t ceil_div(size_t a, size_t b)
@@ -128,6 +134,12 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
         return 0;
     plan->groups = ceil_div(pr->out_channels, plan->filters);
     plan->row_tiles = ceil_div(sh->out_w, plan->positions);
+    /* Units (group, image, row) must fit a half of a share's word. */
+    size_t units;
+    if (!locus__cpu_mul_size(plan->groups, pr->batch, &units) ||
+        !locus__cpu_mul_size(units, sh->out_h, &units) ||
+        units > UINT32_MAX)
+        return 0;
 
     plan->chunks = ceil_div(plan->crs, PACK_CHUNK);
 
@@ -158,7 +170,12 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     if (!plan->copy)
         plan->band_floats = 0;
     plan->offset_floats = ceil_div(plan->crs * sizeof(ptrdiff_t), sizeof(float));
-    plan->state_floats = ceil_div(states * sizeof(atomic_int), sizeof(float));
+    if (pr->workers < 1 || (size_t)pr->workers > SIZE_MAX / 256 ||
+        states > SIZE_MAX / 256)
+        return 0;
+    plan->state_floats = ceil_div(states * sizeof(atomic_int) + 64 +
+                                      (size_t)pr->workers * sizeof(share_word),
+                                  sizeof(float));
     size_t parts[4] = {plan->filter_floats, plan->offset_floats,
                        plan->state_floats, plan->band_floats};
     size_t floats = 0;
@@ -305,34 +322,41 @@ typedef struct worker_band {
 } worker_band;
 
 /* Output rows [oh0, oh1) of image n for filter group g: the band (copied
- * unless the worker's last one holds the rows), then every depth block
- * of every row's tiles. */
+ * unless the worker's last one holds the rows; a copy reaches on to row
+ * `ahead`, the end of what the worker expects to do next in this image;
+ * an image read in place has its band only accounted, so once per pass
+ * of a group, not per call), then every depth block of every row's
+ * tiles. */
 static void run_rows(const direct_job *job, worker_band *wb, size_t g,
-                     size_t n, size_t oh0, size_t oh1)
+                     size_t n, size_t oh0, size_t oh1, size_t ahead)
 {
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
     const direct_plan *plan = &job->plan;
     const locus__cpu_isa *isa = &pr->state->isa;
     size_t tp = plan->positions, tf = plan->filters, k = pr->out_channels;
-    size_t filters = min_size(tf, k - g * tf);
-    size_t row0 = oh0 * sh->stride_h;
-    size_t rows = (oh1 - 1 - oh0) * sh->stride_h + sh->kernel_h;
+    size_t filters = min_size(tf, k - g * tf), sh_h = sh->stride_h;
+    size_t row0 = oh0 * sh_h, rows = (oh1 - 1 - oh0) * sh_h + sh->kernel_h;
     const float *image = pr->input + n * sh->channels * sh->height * sh->width;
-    const float *base = image + row0 * plan->wx;
-    if (plan->copy) {
-        if (wb->image != n || wb->row0 != row0 || wb->rows < rows) {
-            pad_band(job, n, row0, rows, wb->memory);
-            *wb = (worker_band){wb->memory, n, row0, rows};
-        }
-        base = wb->memory;
+    /* The band: rows copied, or (read in place) rows accounted. */
+    if (wb->image != n || row0 < wb->row0 ||
+        row0 + rows > wb->row0 + wb->rows) {
+        size_t end = min_size(ahead, oh0 + plan->band_out);
+        size_t span = (end - 1 - oh0) * sh_h + sh->kernel_h;
+        if (plan->copy)
+            pad_band(job, n, row0, span, wb->memory);
+        locus__cpu_conv_account_rows(pr, image, oh0 * sh->out_w,
+                                     end * sh->out_w);
+        *wb = (worker_band){wb->memory, n, row0, span};
     }
+    const float *base = plan->copy ? wb->memory + (row0 - wb->row0) * plan->wx
+                                   : image + row0 * plan->wx;
 
     for (size_t p0 = 0; p0 < plan->crs; p0 += plan->depth) {
         size_t depth = min_size(plan->depth, plan->crs - p0);
         const float *w = job->filter + g * tf * plan->crs + p0 * tf;
         for (size_t oh = oh0; oh < oh1; oh++) {
-            const float *row = base + (oh - oh0) * sh->stride_h * plan->wx;
+            const float *row = base + (oh - oh0) * sh_h * plan->wx;
             float *out =
                 pr->output + ((n * k + g * tf) * sh->out_h + oh) * sh->out_w;
             for (size_t t = 0; t < plan->row_tiles; t++)
@@ -344,37 +368,99 @@ static void run_rows(const direct_job *job, worker_band *wb, size_t g,
     }
 }
 
-static void compute_worker(void *arg, int rank, int ranks)
+/* Units [u0, u1), the worker expecting to go on to `limit`: per filter
+ * group, its packed weights, then per image its rows, at most band_out
+ * at a time. */
+static void run_units(const direct_job *job, worker_band *wb, size_t u0,
+                      size_t u1, size_t limit, int rank, int ranks)
 {
-    const direct_job *job = arg;
     const locus__conv_problem *pr = job->problem;
     const direct_plan *plan = &job->plan;
     size_t oh_count = pr->shape.out_h, per_group = pr->batch * oh_count;
-    worker_band wb = {job->bands + (size_t)rank * plan->band_floats, SIZE_MAX,
-                      0, 0};
-    size_t u0, u1;
-    job->services->split(plan->groups * per_group, 1, rank, ranks, &u0, &u1);
     while (u0 < u1) {
         size_t g = u0 / per_group, end = min_size(u1, (g + 1) * per_group);
         prepare(job, job->filter_states + g * plan->chunks, plan->chunks,
                 plan->chunks * (size_t)rank / (size_t)ranks, g * plan->chunks,
                 pack_filter_piece);
-        /* Per image, its rows in runs of at most band_out. Every pass of
-         * a group over the rows reads them: accounted once per pass (per
-         * channel, so not per run). */
         for (size_t u = u0; u < end;) {
             size_t n = (u % per_group) / oh_count, oh = u % oh_count;
-            size_t last = min_size(oh_count, oh + (end - u));
-            locus__cpu_conv_account_rows(
-                pr, pr->input + n * pr->shape.channels * pr->shape.height *
-                                    pr->shape.width,
-                oh * pr->shape.out_w, last * pr->shape.out_w);
-            for (; oh < last; oh += plan->band_out)
-                run_rows(job, &wb, g, n, oh,
-                         min_size(last, oh + plan->band_out));
-            u += last - (u % oh_count);
+            size_t image_end = u - oh + oh_count;
+            size_t last = min_size(end, image_end) - (u - oh);
+            size_t ahead = min_size(limit, image_end) - (u - oh);
+            for (size_t o = oh; o < last; o += plan->band_out)
+                run_rows(job, wb, g, n, o, min_size(last, o + plan->band_out),
+                         ahead);
+            u += last - oh;
         }
         u0 = end;
+    }
+}
+
+/* A worker's share of the units, [front, back) in one word (front in the
+ * high half), so that its owner taking from the front and a thief taking
+ * from the back agree by one compare-and-swap. */
+static uint64_t pack_range(size_t front, size_t back)
+{
+    return (uint64_t)front << 32 | (uint64_t)back;
+}
+
+/* Takes units from the front of a share (the owner: a quarter of what is
+ * left, at most a band) or from its back (a thief: half). Returns 0 when
+ * the share is empty. */
+static int take(share_word *share, int from_back, size_t most, size_t *u0,
+                size_t *u1, size_t *limit)
+{
+    uint64_t word = atomic_load_explicit(&share->range, memory_order_relaxed);
+    for (;;) {
+        size_t front = (size_t)(word >> 32), back = (size_t)(word & 0xffffffffu);
+        if (front >= back)
+            return 0;
+        size_t left = back - front;
+        size_t count = from_back ? (left + 1) / 2 : min_size(most, (left + 3) / 4);
+        uint64_t next = from_back ? pack_range(front, back - count)
+                                  : pack_range(front + count, back);
+        if (atomic_compare_exchange_weak_explicit(&share->range, &word, next,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *u0 = from_back ? back - count : front;
+            *u1 = *u0 + count;
+            *limit = from_back ? *u1 : back;
+            return 1;
+        }
+    }
+}
+
+/* Each worker runs its own share (services->split of the units) from the
+ * front, then takes half of the largest share left from its back until
+ * none is left: on the 16-core host some workers ran 1.7x slower than the
+ * others, and some started 15-20 us late, so an even static split ended
+ * with the slowest. Which worker computes a unit never changes what the
+ * unit computes. */
+static void compute_worker(void *arg, int rank, int ranks)
+{
+    const direct_job *job = arg;
+    const direct_plan *plan = &job->plan;
+    worker_band wb = {job->bands + (size_t)rank * plan->band_floats, SIZE_MAX,
+                      0, 0};
+    size_t u0, u1, limit;
+    while (take(&job->shares[rank], 0, plan->band_out, &u0, &u1, &limit))
+        run_units(job, &wb, u0, u1, limit, rank, ranks);
+    for (;;) {
+        int victim = -1;
+        size_t most = 0;
+        for (int r = 0; r < ranks; r++) {
+            uint64_t word = atomic_load_explicit(&job->shares[r].range,
+                                                 memory_order_relaxed);
+            size_t front = (size_t)(word >> 32), back = (size_t)(word & 0xffffffffu);
+            if (back > front && back - front > most) {
+                most = back - front;
+                victim = r;
+            }
+        }
+        if (victim < 0)
+            return;
+        if (take(&job->shares[victim], 1, 0, &u0, &u1, &limit))
+            run_units(job, &wb, u0, u1, limit, rank, ranks);
     }
 }
 
@@ -409,6 +495,15 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
     job.filter_states = states;
     job.bands = memory + plan->filter_floats + plan->offset_floats +
                 plan->state_floats;
+    /* After the piece states, on the next cache line. */
+    uintptr_t after = (uintptr_t)(void *)(states + plan->groups * plan->chunks);
+    job.shares = (share_word *)(void *)((after + 63) & ~(uintptr_t)63);
+    size_t units = plan->groups * problem->batch * sh->out_h;
+    for (int r = 0; r < problem->workers; r++) {
+        size_t u0, u1;
+        services->split(units, 1, r, problem->workers, &u0, &u1);
+        atomic_init(&job.shares[r].range, pack_range(u0, u1));
+    }
     for (size_t i = 0; i < plan->groups * plan->chunks; i++)
         atomic_init(&states[i], PIECE_FREE);
     for (size_t c = 0, p = 0; c < sh->channels; c++)

@@ -1,0 +1,539 @@
+/* The direct convolution (conv_direct.c, kernels/conv_direct_avx512.c)
+ * from inside, in three parts.
+ *
+ * 1. The ISA's conv_direct kernel alone against a float64 loop: every
+ *    position count (1, 5, 13, 14) and filter count (1, 15, 16, 17, 31,
+ *    32) the tile stores, steps 1, 2 (the specializations) and 3 (the
+ *    generic one), depths 1, 7, 64 and 300, with and without
+ *    accumulation, and offset tables laid out as a convolution's,
+ *    shuffled and decreasing (the kernel must not assume they grow).
+ *    The output's rows are ldo =
+ *    19 apart and the array starts off alignment; every element outside
+ *    the tile (past the positions, past the filters, the gaps between
+ *    rows, guards before and after) must come back bitwise unchanged,
+ *    since the tile's masked, transposed stores are where an off-by-one
+ *    would hide. The filter lanes past `filters` hold NaN: a lane mixed
+ *    into another by the transpose shows.
+ * 2. locus__cpu_direct_fits, the rule that sends conv_implicit.c's
+ *    entry down the direct path: true for the ResNet layers it was made
+ *    for, false where the 32-filter groups waste too many lanes and where
+ *    the ISA table has no kernel.
+ * 3. The public API (LOCUS_CONV_IMPLICIT_GEMM) on shapes asserted to take
+ *    the direct path first (else the test would pass on the implicit GEMM
+ *    without a word): partial filter groups, partial tiles, strides 1 to
+ *    3, padding 0, 1 and 3, non-square kernels, the input read in place
+ *    and copied into bands, several bands and several depth blocks. Each
+ *    output is poisoned with NaN, checked against the float64 loop,
+ *    repeated bitwise, and bitwise equal between one worker and several
+ *    (conv_direct.c promises results that do not depend on the worker
+ *    count); the record's workspace must be the direct plan's.
+ *
+ * Skipped (77) where the CPU or the build has no AVX-512 kernel. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <locus/locus.h>
+
+#include "conv2d.h"
+#include "conv_direct.h"
+#include "conv_reference.h"
+#include "cpu_contexts.h"
+#include "isa.h"
+#include "test_buffers.h"
+#include "test_util.h"
+
+/* ---- 1. The kernel alone ---- */
+
+/* The kernel's tile as isa.h states it (direct_positions x
+ * direct_filters); the filter panel is laid out with TILE_FILTERS lanes. */
+#define TILE_POSITIONS 14
+#define TILE_FILTERS 32
+/* Rows of the output apart: wider than a tile, so the gaps show stray
+ * stores. */
+#define TILE_LDO 19
+/* Guard floats before the output (also putting it off the 64-byte
+ * alignment malloc may give) and after its last row. */
+#define GUARD_BEFORE 3
+#define GUARD_AFTER TILE_LDO
+
+#define COUNT(a) (sizeof(a) / sizeof *(a))
+
+/* How a depth step's offsets are laid out (see make_offsets). */
+typedef enum offsets_kind {
+    OFFSETS_CONV,     /* c * plane + r * wx + s: what conv_direct.c builds */
+    OFFSETS_RANDOM,   /* uniform, repeats and all */
+    OFFSETS_REVERSED, /* the conv table backwards: decreasing */
+} offsets_kind;
+
+static const char *const offsets_names[] = {"conv", "random", "reversed"};
+
+/* Fills offsets[0..depth) of a kind and returns one past the largest. The
+ * conv layout is a 3x3 kernel over planes of 5 rows of 23 floats. */
+static size_t make_offsets(offsets_kind kind, size_t depth, ptrdiff_t *offsets)
+{
+    const size_t wx = 23, plane = 5 * wx;
+    size_t end = 0;
+    for (size_t p = 0; p < depth; p++) {
+        size_t q = kind == OFFSETS_REVERSED ? depth - 1 - p : p;
+        size_t at = q / 9 * plane + q % 9 / 3 * wx + q % 3;
+        if (kind == OFFSETS_RANDOM)
+            at = test_rng_range(0, 4 * depth + 40);
+        offsets[p] = (ptrdiff_t)at;
+        if (at + 1 > end)
+            end = at + 1;
+    }
+    return end;
+}
+
+/* One kernel call's arguments. */
+typedef struct tile_case {
+    size_t depth, step, positions, filters;
+    int accumulate;
+    offsets_kind kind;
+} tile_case;
+
+/* Compares the output array (out_floats from `array`, the tile at
+ * GUARD_BEFORE) after the call with `before`: inside the tile against the
+ * float64 loop, within 2 (depth + 2) u of the terms' magnitude plus the
+ * start value's (a float sum of depth products and one addition); outside
+ * bit for bit. */
+static void check_tile(const tile_case *tc, const float *w, const float *in,
+                       const ptrdiff_t *offsets, const float *array,
+                       const float *before, size_t out_floats, const char *what)
+{
+    double tolerance = 2.0 * ((double)tc->depth + 2.0) * 0x1.0p-24;
+    double worst = 0.0;
+    size_t worst_at = 0, changed = 0, first_changed = 0;
+    for (size_t at = 0; at < out_floats; at++) {
+        /* Filter row and position of the element (the guard before the
+         * tile counts as outside). */
+        size_t row =
+            at < GUARD_BEFORE ? SIZE_MAX : (at - GUARD_BEFORE) / TILE_LDO;
+        size_t col =
+            at < GUARD_BEFORE ? SIZE_MAX : (at - GUARD_BEFORE) % TILE_LDO;
+        if (row >= tc->filters || col >= tc->positions) {
+            if (memcmp(&array[at], &before[at], sizeof(float)) != 0 &&
+                changed++ == 0)
+                first_changed = at;
+            continue;
+        }
+        double start = tc->accumulate ? before[at] : 0.0;
+        double ref = start, mag = fabs(start);
+        for (size_t p = 0; p < tc->depth; p++) {
+            double v = (double)w[p * TILE_FILTERS + row] *
+                       in[(size_t)offsets[p] + col * tc->step];
+            ref += v;
+            mag += fabs(v);
+        }
+        double err = fabs(array[at] - ref) / (mag > 0.0 ? mag : 1.0);
+        if (!(err <= worst)) {
+            worst = isnan(err) ? INFINITY : err;
+            worst_at = at;
+        }
+    }
+    TEST_EXPECT(worst <= tolerance,
+                "%s: relative error %.3g > %.3g at filter %zu position %zu: "
+                "got %.9g",
+                what, worst, tolerance, (worst_at - GUARD_BEFORE) / TILE_LDO,
+                (worst_at - GUARD_BEFORE) % TILE_LDO, (double)array[worst_at]);
+    TEST_EXPECT(changed == 0,
+                "%s: %zu elements outside the tile changed, the first at "
+                "array index %zu (filter row %zd, column %zd): %.9g, was %.9g",
+                what, changed, first_changed,
+                ((ptrdiff_t)first_changed - GUARD_BEFORE) / TILE_LDO,
+                ((ptrdiff_t)first_changed - GUARD_BEFORE) % TILE_LDO,
+                (double)array[first_changed], (double)before[first_changed]);
+}
+
+/* One call of the kernel on fresh random data. */
+static void run_tile(const locus__cpu_isa *isa, const tile_case *tc)
+{
+    char what[160];
+    snprintf(what, sizeof what,
+             "kernel depth %zu step %zu positions %zu filters %zu %s "
+             "offsets %s",
+             tc->depth, tc->step, tc->positions, tc->filters,
+             tc->accumulate ? "accumulate" : "write", offsets_names[tc->kind]);
+    size_t out_floats = GUARD_BEFORE + TILE_FILTERS * TILE_LDO + GUARD_AFTER;
+    ptrdiff_t *offsets = malloc(tc->depth * sizeof *offsets);
+    float *w = test_random_floats(tc->depth * TILE_FILTERS);
+    float *array = malloc(out_floats * sizeof *array);
+    float *before = malloc(out_floats * sizeof *before);
+    float *in = NULL;
+    if (!TEST_EXPECT(offsets && w && array && before, "%s: out of memory",
+                     what))
+        goto done;
+    /* The kernel broadcasts all 14 positions' inputs whatever `positions`
+     * is (conv_direct.c pads its planes to whole tiles), so the input
+     * reaches the last one's. */
+    size_t end = make_offsets(tc->kind, tc->depth, offsets);
+    in = test_random_floats(end + (TILE_POSITIONS - 1) * tc->step);
+    if (!TEST_EXPECT(in != NULL, "%s: out of memory", what))
+        goto done;
+    for (size_t p = 0; p < tc->depth; p++)
+        for (size_t j = tc->filters; j < TILE_FILTERS; j++)
+            w[p * TILE_FILTERS + j] = NAN;
+    if (tc->accumulate)
+        for (size_t i = 0; i < out_floats; i++)
+            array[i] = (float)test_rng_uniform(-1.0, 1.0);
+    else
+        test_fill_nan(array, out_floats);
+    memcpy(before, array, out_floats * sizeof *array);
+
+    isa->conv_direct(tc->depth, w, in, offsets, tc->step, array + GUARD_BEFORE,
+                     TILE_LDO, tc->positions, tc->filters, tc->accumulate);
+    check_tile(tc, w, in, offsets, array, before, out_floats, what);
+done:
+    free(offsets);
+    free(w);
+    free(array);
+    free(before);
+    free(in);
+}
+
+static void test_kernel(const locus__cpu_isa *isa)
+{
+    static const size_t depths[] = {1, 7, 64, 300};
+    static const size_t steps[] = {1, 2, 3};
+    static const size_t positions[] = {1, 5, 13, 14};
+    static const size_t filters[] = {1, 15, 16, 17, 31, 32};
+    TEST_EXPECT(isa->direct_positions == TILE_POSITIONS &&
+                    isa->direct_filters == TILE_FILTERS,
+                "kernel tile is %zu x %zu, the test expects %d x %d",
+                isa->direct_positions, isa->direct_filters, TILE_POSITIONS,
+                TILE_FILTERS);
+    for (size_t d = 0; d < COUNT(depths); d++)
+        for (size_t s = 0; s < COUNT(steps); s++)
+            for (size_t i = 0; i < COUNT(positions); i++)
+                for (size_t j = 0; j < COUNT(filters); j++)
+                    for (int acc = 0; acc <= 1; acc++)
+                        for (int kind = OFFSETS_CONV; kind <= OFFSETS_REVERSED;
+                             kind++) {
+                            tile_case tc = {depths[d],    steps[s],
+                                            positions[i], filters[j],
+                                            acc,          (offsets_kind)kind};
+                            run_tile(isa, &tc);
+                        }
+}
+
+/* ---- 2. The rule ---- */
+
+/* The problem the CPU backend builds for cc on `workers` workers, as far
+ * as the direct plan reads it, with the kernel table of `isa`
+ * (test_cpu_mec_indexed.c's, plus the table). */
+static locus__conv_problem problem_of(const conv_case *cc, const char *isa,
+                                      int workers, locus__cpu_state *state)
+{
+    memset(state, 0, sizeof *state);
+    long page = sysconf(_SC_PAGESIZE);
+    state->page_size = page > 0 ? (size_t)page : 4096;
+    locus__cpu_isa_init(&state->isa, isa);
+    locus__conv_problem pr = {
+        .state = state,
+        .node = -1,
+        .workers = workers,
+        .shape =
+            {
+                .channels = cc->c,
+                .height = cc->h,
+                .width = cc->w,
+                .kernel_h = cc->r,
+                .kernel_w = cc->s,
+                .stride_h = cc->sh,
+                .stride_w = cc->sw,
+                .pad_h = cc->ph,
+                .pad_w = cc->pw,
+                .out_h = (cc->h + 2 * cc->ph - cc->r) / cc->sh + 1,
+                .out_w = (cc->w + 2 * cc->pw - cc->s) / cc->sw + 1,
+            },
+        .batch = cc->n,
+        .out_channels = cc->k,
+    };
+    return pr;
+}
+
+static void describe(const char *prefix, const conv_case *cc, char *what,
+                     size_t size)
+{
+    snprintf(what, size,
+             "%s n=%zu c=%zu %zux%zu k=%zu kernel %zux%zu stride %zux%zu "
+             "pad %zux%zu",
+             prefix, cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s, cc->sh,
+             cc->sw, cc->ph, cc->pw);
+}
+
+static void expect_fits(const conv_case *cc, const char *isa, int expected)
+{
+    char what[192];
+    describe(isa, cc, what, sizeof what);
+    locus__cpu_state state;
+    locus__conv_problem pr = problem_of(cc, isa, 1, &state);
+    int fits = locus__cpu_direct_fits(&pr);
+    TEST_EXPECT(fits == expected, "%s: direct fits is %d, expected %d", what,
+                fits, expected);
+    size_t bytes = locus__cpu_direct_workspace(&pr);
+    if (expected)
+        TEST_EXPECT(bytes > 0, "%s: fits, but no workspace", what);
+    else if (!pr.state->isa.conv_direct)
+        TEST_EXPECT(bytes == 0, "%s: no kernel, but %zu bytes of workspace",
+                    what, bytes);
+}
+
+static void test_fits(void)
+{
+    /* The ResNet layers the kernel was made for: output rows of 14, 56
+     * and 112 fill whole tiles, 64 and 256 filters whole groups. */
+    static const conv_case resnet[] = {
+        /* n  c    h    w    k   r  s  sh sw ph pw */
+        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1},
+        {1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0},
+        {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3},
+        {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1},
+    };
+    for (size_t i = 0; i < COUNT(resnet); i++)
+        expect_fits(&resnet[i], "avx512", 1);
+    /* 7 filters fill 7/32 of a group's lanes, the GEMM's 12-row tile
+     * 7/12. */
+    conv_case few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
+    expect_fits(&few, "avx512", 0);
+    /* Tables without the kernel. */
+    expect_fits(&resnet[0], "avx2", 0);
+    expect_fits(&resnet[0], "generic", 0);
+}
+
+/* ---- 3. Through the public API ---- */
+
+/* A context, its cpu device and the device's worker count; name says
+ * which in the messages. */
+typedef struct test_target {
+    const char *name;
+    locus_context *ctx;
+    locus_device *dev;
+    int workers;
+} test_target;
+
+/* The real machine with its default workers and with one; a synthetic
+ * 3-core machine with three workers and with one (more workers than
+ * hardware threads is an error, and this machine may have 2). Bitwise
+ * equality is asked within a machine only: the depth block follows the
+ * L2 the topology reports, so two machines may cut the depth differently
+ * and sum in another order. */
+enum { REAL_DEFAULT, REAL_ONE, SYNTHETIC_THREE, SYNTHETIC_ONE, TARGETS };
+
+static int open_targets(test_target *t)
+{
+    static const char *const names[TARGETS] = {"default workers", "1 worker",
+                                               "synthetic 3 workers",
+                                               "synthetic 1 worker"};
+    /* Forced to avx512, the table run_case asks the rule about, so that a
+     * LOCUS_CPU_ISA in the environment cannot take the kernel away. */
+    const char *isa = "avx512", *synthetic = "synthetic:core:3 pu:1";
+    t[REAL_DEFAULT].ctx = test_cpu_context(isa, NULL, NULL);
+    t[REAL_ONE].ctx = test_cpu_context(isa, NULL, "1");
+    t[SYNTHETIC_THREE].ctx = test_cpu_context(isa, synthetic, "3");
+    t[SYNTHETIC_ONE].ctx = test_cpu_context(isa, synthetic, "1");
+    int ok = 1;
+    for (int i = 0; i < TARGETS; i++) {
+        t[i].name = names[i];
+        t[i].dev = NULL;
+        /* The backend's problem.workers, which the workspace counts (a
+         * band per worker): the device's compute units. */
+        locus_device_info info;
+        locus_device_info_init(&info);
+        ok &=
+            t[i].ctx &&
+            TEST_OK(locus_device_find(t[i].ctx, "cpu", &t[i].dev)) ==
+                LOCUS_SUCCESS &&
+            TEST_OK(locus_device_get_info(t[i].dev, &info)) == LOCUS_SUCCESS &&
+            TEST_EXPECT(info.compute_units > 0, "%s: %d compute units",
+                        names[i], info.compute_units);
+        t[i].workers = info.compute_units;
+    }
+    return ok;
+}
+
+/* Runs cc on one target over a NaN-poisoned output into out; checks that
+ * the record shows the direct plan's workspace for the target's workers
+ * (the implicit GEMM's is another size: the sign the direct path ran). 0
+ * on a failure. */
+static int run_on(const test_target *t, const conv_case *cc, const float *in,
+                  const float *f, float *out, size_t out_count,
+                  const char *case_what)
+{
+    char what[320];
+    snprintf(what, sizeof what, "%s [%s]", case_what, t->name);
+    locus__cpu_state state;
+    locus__conv_problem pr = problem_of(cc, "avx512", t->workers, &state);
+    size_t direct_bytes = locus__cpu_direct_workspace(&pr);
+    size_t in_count = cc->n * cc->c * cc->h * cc->w;
+    size_t f_count = cc->k * cc->c * cc->r * cc->s;
+    locus_conv2d_desc desc;
+    conv_describe(cc, &desc);
+    desc.algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+    locus_buffer *bin = test_upload_floats(t->ctx, in, in_count);
+    locus_buffer *bf = test_upload_floats(t->ctx, f, f_count);
+    locus_buffer *bout = NULL;
+    locus_record record;
+    int ok = bin && bf &&
+             TEST_OK(locus_buffer_create(t->ctx, out_count * sizeof *out, NULL,
+                                         &bout)) == LOCUS_SUCCESS &&
+             conv_run_poisoned(t->ctx, t->dev, &desc, bin, bf, bout, out,
+                               out_count, &record, what);
+    if (ok) {
+        TEST_EXPECT(strcmp(record.algorithm, "implicit") == 0,
+                    "%s: record algorithm \"%s\", expected \"implicit\"", what,
+                    record.algorithm);
+        TEST_EXPECT(record.workspace_bytes == direct_bytes,
+                    "%s: record shows %llu bytes of workspace, the direct "
+                    "plan %zu",
+                    what, (unsigned long long)record.workspace_bytes,
+                    direct_bytes);
+    }
+    locus_buffer_destroy(bin);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bout);
+    return ok;
+}
+
+static void expect_same(const float *a, const float *b, size_t count,
+                        const char *what, const char *a_name,
+                        const char *b_name)
+{
+    size_t differ = 0, first = 0;
+    for (size_t i = 0; i < count; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a) != 0 && differ++ == 0)
+            first = i;
+    TEST_EXPECT(differ == 0,
+                "%s: %s and %s differ in %zu elements, the first %zu: %.9g "
+                "vs %.9g",
+                what, a_name, b_name, differ, first, (double)a[first],
+                (double)b[first]);
+}
+
+static void run_case(const test_target *t, const conv_case *cc)
+{
+    char what[192];
+    describe("direct", cc, what, sizeof what);
+    locus__cpu_state state;
+    locus__conv_problem pr = problem_of(cc, "avx512", 1, &state);
+    if (!TEST_EXPECT(locus__cpu_direct_fits(&pr),
+                     "%s: the direct path does not take it", what))
+        return;
+    size_t p = pr.shape.out_h, q = pr.shape.out_w;
+    size_t out_count = cc->n * cc->k * p * q;
+    float *in = test_random_floats(cc->n * cc->c * cc->h * cc->w);
+    float *f = test_random_floats(cc->k * cc->c * cc->r * cc->s);
+    float *out[TARGETS + 1] = {NULL};
+    int ok = in && f;
+    for (int i = 0; i <= TARGETS; i++)
+        ok &= (out[i] = malloc(out_count * sizeof(float))) != NULL;
+    if (!TEST_EXPECT(ok, "%s: out of memory", what))
+        goto done;
+    /* out[TARGETS]: the default target's second run. */
+    for (int i = 0; i <= TARGETS; i++)
+        if (!run_on(&t[i < TARGETS ? i : REAL_DEFAULT], cc, in, f, out[i],
+                    out_count, what))
+            goto done;
+    conv_check_output(cc, p, q, in, f, out[REAL_DEFAULT], NULL, NULL, what);
+    conv_check_output(cc, p, q, in, f, out[SYNTHETIC_THREE], NULL, NULL, what);
+    expect_same(out[REAL_DEFAULT], out[TARGETS], out_count, what,
+                "the first default run", "the second");
+    expect_same(out[REAL_DEFAULT], out[REAL_ONE], out_count, what,
+                t[REAL_DEFAULT].name, t[REAL_ONE].name);
+    expect_same(out[SYNTHETIC_THREE], out[SYNTHETIC_ONE], out_count, what,
+                t[SYNTHETIC_THREE].name, t[SYNTHETIC_ONE].name);
+done:
+    free(in);
+    free(f);
+    for (int i = 0; i <= TARGETS; i++)
+        free(out[i]);
+}
+
+/* Each shape fits the direct rule (asserted in run_case), and each is
+ * above the 1 MFLOP below which the whole call runs on the calling thread
+ * (cpu_inline.h), so the worker counts differ for real. Where the input is
+ * read in place: no padding and a row's last tile inside the row, (14 Q -
+ * 1) stride + S <= W. */
+static const conv_case api_cases[] = {
+    /* n  c     h   w   k    r  s  sh sw ph pw */
+    /* K 62: a group of 30; Q 27: tiles of 14 and 13 */
+    {1, 3, 27, 27, 62, 3, 3, 1, 1, 1, 1},
+    /* K 94, Q 13 (one partial tile per row), batch 3, C 64 */
+    {3, 64, 13, 13, 94, 3, 3, 1, 1, 1, 1},
+    /* K 270: a last group of 14 filters, under the tile's second half */
+    {1, 3, 14, 14, 270, 3, 3, 1, 1, 1, 1},
+    /* K 30: one partial group, stride 2 */
+    {1, 16, 28, 28, 30, 3, 3, 2, 2, 1, 1},
+    /* pad 0 read in place: 3x3 on rows of 16 (Q 14), C 1, batch 3 */
+    {3, 1, 30, 16, 64, 3, 3, 1, 1, 0, 0},
+    /* pad 0 read in place: 1x1, Q 28 */
+    {3, 64, 28, 28, 64, 1, 1, 1, 1, 0, 0},
+    /* pad 0 read in place at strides 2 (1x1 and 3x3) and 3 (1x1) */
+    {3, 32, 14, 28, 64, 1, 1, 2, 2, 0, 0},
+    {1, 16, 20, 29, 64, 3, 3, 2, 2, 0, 0},
+    {2, 32, 40, 40, 64, 1, 1, 3, 3, 0, 0},
+    /* pad 0 copied: a 1x1 row of 27 ends in a partial tile */
+    {1, 64, 10, 27, 32, 1, 1, 1, 1, 0, 0},
+    /* the 7x7 stride-2 pad-3 stem at a small size */
+    {3, 3, 20, 28, 64, 7, 7, 2, 2, 3, 3},
+    /* stride 3, pad 1, K 62 */
+    {2, 8, 17, 41, 62, 3, 3, 3, 3, 1, 1},
+    /* non-square: 3x5 pad 1x2; 1x7 stride 1x2 pad 0x3 */
+    {1, 4, 12, 28, 32, 3, 5, 1, 1, 1, 2},
+    {3, 3, 10, 27, 64, 1, 7, 1, 2, 0, 3},
+    /* more output rows than a band holds (16): one worker's bands are of
+     * 16, 16 and 1 rows, and of 16 and 1 at stride 2 with two filter
+     * groups (the band kept from one group to the next) */
+    {2, 8, 33, 14, 64, 3, 3, 1, 1, 1, 1},
+    {1, 8, 34, 28, 62, 3, 3, 2, 2, 1, 1},
+    /* CRS 18432: several depth blocks for any L2 up to 4 MiB (the block
+     * is half the L2 over 128 bytes a step), the later ones adding */
+    {1, 2048, 2, 14, 32, 3, 3, 1, 1, 1, 1},
+};
+
+static void test_api(void)
+{
+    test_target t[TARGETS] = {{0}};
+    if (open_targets(t))
+        for (size_t i = 0; i < COUNT(api_cases); i++)
+            run_case(t, &api_cases[i]);
+    for (int i = 0; i < TARGETS; i++)
+        locus_context_destroy(t[i].ctx);
+}
+
+/* Whether this CPU can run AVX-512F code (and the OS saves its state). */
+static int cpu_has_avx512f(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    if (!cpu_has_avx512f()) {
+        printf("skipping: the CPU has no AVX-512F, the direct kernel's "
+               "instruction set\n");
+        return TEST_EXIT_SKIP;
+    }
+    locus__cpu_isa isa;
+    locus__cpu_isa_init(&isa, "avx512");
+    if (!isa.conv_direct) {
+        printf("skipping: the avx512 kernel table has no direct kernel "
+               "(not built for this target)\n");
+        return TEST_EXIT_SKIP;
+    }
+    test_seed(argc, argv);
+    test_kernel(&isa);
+    test_fits();
+    test_api();
+    printf("%s: %d failure(s)\n", argv[0], test_failures());
+    return test_exit_code();
+}
