@@ -1,5 +1,6 @@
 #include "buffer.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,9 @@ static uint64_t copy_bit(const locus_device *device)
     return UINT64_C(1) << (device->ordinal + 1);
 }
 
+/* Buffer ids: 0 is never one. */
+static atomic_uint_least64_t next_buffer_id = 1;
+
 static locus_status new_buffer(locus_context *context, size_t bytes,
                                locus_buffer **out)
 {
@@ -24,6 +28,8 @@ static locus_status new_buffer(locus_context *context, size_t bytes,
     buffer->context = context;
     buffer->bytes = bytes;
     buffer->valid = LOCUS__HOST_COPY;
+    buffer->id = atomic_fetch_add(&next_buffer_id, 1);
+    buffer->version = 1;
     pthread_rwlock_init(&buffer->use_lock, NULL);
     pthread_mutex_init(&buffer->state_lock, NULL);
     *out = buffer;
@@ -257,6 +263,7 @@ unlock:
 void locus__buffer_failed_on(locus_buffer *buffer, const locus_device *device)
 {
     pthread_mutex_lock(&buffer->state_lock);
+    buffer->version++; /* the op may have written part of it */
     uint64_t bit = copy_bit(device);
     if (buffer->valid & ~bit)
         buffer->valid &= ~bit;
@@ -267,6 +274,7 @@ void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device)
 {
     pthread_mutex_lock(&buffer->state_lock);
     buffer->valid = copy_bit(device);
+    buffer->version++;
     pthread_mutex_unlock(&buffer->state_lock);
 }
 
@@ -306,6 +314,7 @@ LOCUS_API locus_status locus_buffer_write(locus_buffer *buffer, size_t offset,
         if (status == LOCUS_SUCCESS) {
             memcpy((unsigned char *)buffer->host + offset, source, bytes);
             buffer->valid = LOCUS__HOST_COPY;
+            buffer->version++;
         }
     }
     pthread_mutex_unlock(&buffer->state_lock);
@@ -359,6 +368,7 @@ LOCUS_API locus_status locus_buffer_map(locus_buffer *buffer,
             buffer->map_mode = mode;
             if (mode & LOCUS_MAP_WRITE) {
                 buffer->valid = LOCUS__HOST_COPY;
+                buffer->version++;
             }
             *host = buffer->host;
         }
@@ -378,6 +388,8 @@ LOCUS_API locus_status locus_buffer_unmap(locus_buffer *buffer)
     if (!buffer->mapped)
         status =
             locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "buffer is not mapped");
+    else if (buffer->map_mode & LOCUS_MAP_WRITE)
+        buffer->version++; /* the writes through the mapping are done */
     buffer->mapped = false;
     pthread_mutex_unlock(&buffer->state_lock);
     return status;

@@ -41,6 +41,13 @@ struct locus_buffer {
     bool pin_refused;
     bool mapped;
     locus_map_mode map_mode;
+    /* The content's key (services' content_key): id is unique in the
+     * process, never reused, so that a key cannot name a freed buffer's
+     * successor at the same address; version changes with every change
+     * of the content (a write, a write mapping, an op writing it; under
+     * state_lock). */
+    uint64_t id;
+    uint64_t version;
     /* Where the host copy's pages live, for the ops' local/remote split;
      * set up once `host` is known. */
     locus__page_map page_map;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "buffer.h"
 #include "context.h"
 #include "placement.h"
 #include "status.h"
@@ -147,6 +148,25 @@ static int service_cache_sharing(void *runtime, int level)
     return sharing;
 }
 
+static int service_content_key(locus_op_context *op, const void *memory,
+                               uint64_t key[2])
+{
+    if (!op || !op->runtime_private || !memory)
+        return 0;
+    const locus__account *account = op->runtime_private;
+    for (size_t i = 0; i < account->buffer_count; i++) {
+        locus_buffer *buffer = account->buffers[i];
+        if (buffer->host != memory || buffer->wrapped)
+            continue;
+        pthread_mutex_lock(&buffer->state_lock);
+        key[0] = buffer->id;
+        key[1] = buffer->version;
+        pthread_mutex_unlock(&buffer->state_lock);
+        return 1;
+    }
+    return 0;
+}
+
 void locus__services_fill(locus_services *services)
 {
     memset(services, 0, sizeof *services);
@@ -157,6 +177,7 @@ void locus__services_fill(locus_services *services)
     services->worker_count = service_worker_count;
     services->run = service_run;
     services->run_here = service_run_here;
+    services->content_key = service_content_key;
     services->split = locus__pool_split;
     services->account_read = service_account_read;
     services->numa_node_count = service_numa_node_count;

@@ -478,23 +478,39 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
                               sh->kernel_h, sh->kernel_w);
     choose_depth(problem, &job.plan);
     const direct_plan *plan = &job.plan;
+
+    /* The packed filter from the cache where the filter buffer has a
+     * content key (filter_cache.c): packed already, or to be packed there
+     * by this call. Else in the workspace, first. */
+    locus__filter_lease lease = {0};
+    uint64_t content[2];
+    if (services->content_key &&
+        services->content_key(problem->op, problem->filter, content)) {
+        locus__filter_key key = {{content[0], content[1]},
+                                 problem->out_channels,
+                                 plan->crs,
+                                 plan->filters,
+                                 problem->node};
+        locus__filter_cache_lease(s->filter_cache, &key,
+                                  plan->filter_floats * sizeof(float), &lease);
+    }
+    size_t own_filter = lease.entry ? 0 : plan->filter_floats;
     int node = problem->node;
-    size_t bytes = plan->bytes;
+    size_t bytes = plan->bytes - (plan->filter_floats - own_filter) * sizeof(float);
     locus__gemm_buffers buffers;
     locus_status status = locus__gemm_workspace_acquire(
         s->gemm_workspace, services, s->runtime, 1, &node, &bytes, &buffers);
-    if (status != LOCUS_SUCCESS)
+    if (status != LOCUS_SUCCESS) {
+        locus__filter_cache_return(s->filter_cache, &lease, 0);
         return status;
-    float *memory = buffers.memory[0];
-    job.filter = memory;
-    ptrdiff_t *offsets = (ptrdiff_t *)(void *)(memory + plan->filter_floats);
+    }
+    float *memory = (float *)buffers.memory[0] + own_filter;
+    job.filter = lease.entry ? lease.memory : buffers.memory[0];
+    ptrdiff_t *offsets = (ptrdiff_t *)(void *)memory;
     job.offsets = offsets;
-    atomic_int *states =
-        (atomic_int *)(void *)(memory + plan->filter_floats +
-                               plan->offset_floats);
+    atomic_int *states = (atomic_int *)(void *)(memory + plan->offset_floats);
     job.filter_states = states;
-    job.bands = memory + plan->filter_floats + plan->offset_floats +
-                plan->state_floats;
+    job.bands = memory + plan->offset_floats + plan->state_floats;
     /* After the piece states, on the next cache line. */
     uintptr_t after = (uintptr_t)(void *)(states + plan->groups * plan->chunks);
     job.shares = (share_word *)(void *)((after + 63) & ~(uintptr_t)63);
@@ -505,7 +521,7 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         atomic_init(&job.shares[r].range, pack_range(u0, u1));
     }
     for (size_t i = 0; i < plan->groups * plan->chunks; i++)
-        atomic_init(&states[i], PIECE_FREE);
+        atomic_init(&states[i], lease.ready ? PIECE_DONE : PIECE_FREE);
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)
             for (size_t q = 0; q < sh->kernel_w; q++, p++)
@@ -516,5 +532,7 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
     status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
                             compute_worker, &job);
     locus__gemm_workspace_release(services, s->runtime, &buffers);
+    locus__filter_cache_return(s->filter_cache, &lease,
+                               status == LOCUS_SUCCESS);
     return status;
 }

@@ -46,6 +46,7 @@ static void cpu_fini(void *state)
     if (!s)
         return;
     locus__gemm_workspace_destroy(s->gemm_workspace);
+    locus__filter_cache_destroy(s->filter_cache);
     free(s->nodes);
     free(s);
 }
@@ -100,6 +101,7 @@ static locus_status cpu_init(const locus_services *services, void *runtime,
 
     locus__cpu_isa_init(&s->isa, services->forced_cpu_isa(runtime));
     s->gemm_workspace = locus__gemm_workspace_create(services, runtime);
+    s->filter_cache = locus__filter_cache_create(services, runtime);
 
     snprintf(s->model, sizeof s->model, "cpu");
     cpuinfo_field("model name", s->model, sizeof s->model);

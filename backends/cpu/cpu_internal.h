@@ -8,6 +8,7 @@
 #include <locus/backend.h>
 
 #include "cpu_inline.h"
+#include "filter_cache.h"
 #include "gemm_workspace.h"
 #include "isa.h"
 
@@ -27,6 +28,7 @@ typedef struct locus__cpu_state {
     char vendor[64];
     locus__cpu_isa isa; /* the kernels in use (LOCUS_CPU_ISA honoured) */
     locus__gemm_workspace *gemm_workspace; /* NULL: buffers per call */
+    locus__filter_cache *filter_cache;     /* NULL: packed every call */
 } locus__cpu_state;
 
 /* The worker set a device runs on: -1 (the whole pool) for device 0, the

@@ -167,6 +167,17 @@ typedef struct locus_services {
      * (tens of microseconds) is more than a tiny job takes. */
     locus_status (*run_here)(void *runtime, int node, locus_worker_fn fn,
                              void *arg);
+
+    /* A key for the content of the op's operand whose memory the backend
+     * was handed at `memory`: key[0] names the buffer (never reused in the
+     * process), key[1] changes whenever its content may have changed (a
+     * write, a write mapping, an op writing it). Returns 0 (no key) for a
+     * buffer wrapped from caller memory, which the caller may change
+     * without telling Locus, and for memory that is no operand's start. A
+     * backend may keep data derived from an input (a packed filter) under
+     * its key, across ops. */
+    int (*content_key)(locus_op_context *op, const void *memory,
+                       uint64_t key[2]);
 } locus_services;
 
 typedef struct locus_backend {
