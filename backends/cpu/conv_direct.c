@@ -83,6 +83,7 @@ typedef struct direct_job {
     atomic_int *filter_states; /* groups x chunks */
     float *bands;              /* per worker, band_floats apart */
     share_word *shares;        /* per worker */
+    int tap_major;             /* the packing's order: see tap_major() */
 } direct_job;
 
 static size_t ceil_div(size_t a, size_t b)
@@ -258,7 +259,25 @@ static void prepare(const direct_job *job, atomic_int *states, size_t count,
                 thrd_yield(); /* the preparer may have lost its core */
 }
 
-/* Filter piece: group g, depth chunk h (piece = g * chunks + h). */
+/* Where original depth step p = (c, r, s) goes in a tap-major packing:
+ * order (r, c, s), so that the taps of one filter row r are contiguous
+ * and an output row whose top or bottom taps fall in the padding skips
+ * them (run_rows): a twentieth of the 3x3 layer at 14x14. */
+static size_t tap_major(const locus__conv_shape *sh, size_t p)
+{
+    size_t rs = sh->kernel_h * sh->kernel_w;
+    size_t c = p / rs, r = p % rs / sh->kernel_w, s = p % sh->kernel_w;
+    return (r * sh->channels + c) * sh->kernel_w + s;
+}
+
+/* Filter piece: group g, original depth steps [h * PACK_CHUNK, ...)
+ * (piece = g * chunks + h), transposed by the ISA's routine, which wants
+ * contiguous depth as the (c, r, s) order has it. A tap-major packing
+ * goes TRANSPOSE_STEPS steps at a time through a small buffer, each
+ * step's 32 floats then put at their place: the scattered stores cost
+ * a tenth of a call on the 256-channel layer, so only a packing the
+ * cache keeps (filter_cache.c) is tap-major. */
+#define TRANSPOSE_STEPS 64
 static void pack_filter_piece(const direct_job *job, size_t piece)
 {
     const locus__conv_problem *pr = job->problem;
@@ -267,17 +286,28 @@ static void pack_filter_piece(const direct_job *job, size_t piece)
     size_t g = piece / plan->chunks, h = piece % plan->chunks;
     size_t tf = plan->filters, crs = plan->crs;
     size_t first = g * tf, rows = min_size(tf, pr->out_channels - first);
-    size_t p0 = h * PACK_CHUNK, steps = min_size(PACK_CHUNK, crs - p0);
-    float *w = job->filter + g * tf * crs + p0 * tf;
+    size_t end = min_size(crs, (h + 1) * PACK_CHUNK);
+    float *group = job->filter + g * tf * crs;
+    float buffer[TRANSPOSE_STEPS * LOCUS__MAX_DIRECT_FILTERS];
     const float *src[LOCUS__MAX_DIRECT_FILTERS];
-    for (size_t j = 0; j < rows; j++)
-        src[j] = pr->filter + (first + j) * crs + p0;
-    if (isa->pack_a_panel)
-        isa->pack_a_panel(w, src, steps, rows, tf);
-    else
-        for (size_t p = 0; p < steps; p++)
+    size_t most = job->tap_major ? TRANSPOSE_STEPS : PACK_CHUNK;
+    for (size_t p0 = h * PACK_CHUNK; p0 < end; p0 += most) {
+        size_t count = min_size(most, end - p0);
+        float *to = job->tap_major ? buffer : group + p0 * tf;
+        for (size_t j = 0; j < rows; j++)
+            src[j] = pr->filter + (first + j) * crs + p0;
+        if (isa->pack_a_panel)
+            isa->pack_a_panel(to, src, count, rows, tf);
+        else
+            for (size_t p = 0; p < count; p++)
+                for (size_t j = 0; j < tf; j++)
+                    to[p * tf + j] = j < rows ? src[j][p] : 0.0f;
+        for (size_t p = 0; job->tap_major && p < count; p++) {
+            float *place = group + tap_major(&pr->shape, p0 + p) * tf;
             for (size_t j = 0; j < tf; j++)
-                w[p * tf + j] = j < rows ? src[j][p] : 0.0f;
+                place[j] = buffer[p * tf + j];
+        }
+    }
     if (h == 0) /* the whole rows, once */
         job->services->account_read(pr->op, pr->filter + first * crs,
                                     rows * crs * sizeof(float));
@@ -352,18 +382,39 @@ static void run_rows(const direct_job *job, worker_band *wb, size_t g,
     const float *base = plan->copy ? wb->memory + (row0 - wb->row0) * plan->wx
                                    : image + row0 * plan->wx;
 
+    /* Depth blocks outermost (the group's block stays in L2 across the
+     * rows); in each, a row's taps [lo, hi): in a tap-major packing the
+     * filter rows r whose input rows are inside the image, else all. */
+    const float *w = job->filter + g * tf * plan->crs;
+    size_t cs = sh->channels * sh->kernel_w;
     for (size_t p0 = 0; p0 < plan->crs; p0 += plan->depth) {
-        size_t depth = min_size(plan->depth, plan->crs - p0);
-        const float *w = job->filter + g * tf * plan->crs + p0 * tf;
+        size_t p1 = min_size(plan->crs, p0 + plan->depth);
         for (size_t oh = oh0; oh < oh1; oh++) {
+            size_t top = oh * sh_h; /* padded input row of tap row 0 */
+            size_t r_lo = top >= sh->pad_h ? 0 : sh->pad_h - top;
+            size_t r_hi = min_size(sh->kernel_h,
+                                   sh->height + sh->pad_h > top
+                                       ? sh->height + sh->pad_h - top
+                                       : 0);
+            size_t lo = r_lo * cs, hi = r_hi > r_lo ? r_hi * cs : lo;
+            if (!job->tap_major) {
+                lo = 0;
+                hi = plan->crs;
+            }
+            size_t q0 = lo > p0 ? lo : p0, q1 = min_size(hi, p1);
+            if (q0 >= q1 && !(lo >= hi && p0 == 0))
+                continue; /* nothing of this row in the block */
+            if (q0 > q1)
+                q1 = q0; /* all padding: the tile is written as zeros */
             const float *row = base + (oh - oh0) * sh_h * plan->wx;
             float *out =
                 pr->output + ((n * k + g * tf) * sh->out_h + oh) * sh->out_w;
             for (size_t t = 0; t < plan->row_tiles; t++)
-                isa->conv_direct(depth, w, row + t * tp * sh->stride_w,
-                                 job->offsets + p0, sh->stride_w, out + t * tp,
-                                 plan->pq, min_size(tp, sh->out_w - t * tp),
-                                 filters, p0 != 0);
+                isa->conv_direct(q1 - q0, w + q0 * tf,
+                                 row + t * tp * sh->stride_w, job->offsets + q0,
+                                 sh->stride_w, out + t * tp, plan->pq,
+                                 min_size(tp, sh->out_w - t * tp), filters,
+                                 q0 > lo);
         }
     }
 }
@@ -522,10 +573,12 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
     }
     for (size_t i = 0; i < plan->groups * plan->chunks; i++)
         atomic_init(&states[i], lease.ready ? PIECE_DONE : PIECE_FREE);
+    job.tap_major = lease.entry != NULL;
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)
             for (size_t q = 0; q < sh->kernel_w; q++, p++)
-                offsets[p] = (ptrdiff_t)(c * plan->plane + r * plan->wx + q);
+                offsets[job.tap_major ? tap_major(sh, p) : p] =
+                    (ptrdiff_t)(c * plan->plane + r * plan->wx + q);
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = plan->bytes;
 
