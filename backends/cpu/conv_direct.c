@@ -17,15 +17,20 @@
  * for the slowest to copy its share (30-40 us of a 0.5 ms call on the
  * 2-core VM, when a worker had lost its core for a moment).
  *
- * Work. Units are (filter group, image, output row), group-major, split
- * evenly over the workers (services->split): a worker's units share one or
- * a few filter groups, whose packed weights stay in its L2 while it walks
- * the rows, a band of up to BAND_ROWS output rows at a time (kept when the
- * next group needs the same rows). Depth is cut into blocks only where
- * one group's packed filter would not fit half of L2; the later blocks add
- * to the output.
+ * Work. Units are (filter group, image, output row), ordered row-major
+ * (image, row, group) where the whole packed filter fits half of L2, so
+ * that a band of input rows serves every group, and group-major
+ * otherwise, so that a group's packed weights stay in L2 while a worker
+ * walks the rows (choose_blocking). Each worker starts with an even,
+ * contiguous share (services->split) and runs it from the front, a band
+ * of up to BAND_ROWS output rows at a time (kept while the next units
+ * need the same rows); then it takes half of the largest share left from
+ * its back, until none is (compute_worker). Depth is cut into blocks only
+ * where one group's packed filter would not fit half of L2; the later
+ * blocks add to the output.
  *
- * The packed filter is the one shared workspace, prepared inside the
+ * The packed filter is the one shared workspace (unless the filter cache,
+ * filter_cache.c, holds it from an earlier call), prepared inside the
  * compute job (conv_implicit.c says why not in a job of its own) in
  * pieces of one group and one depth chunk, each with an atomic state
  * (free, claimed, done): before a worker first uses a group it claims and
@@ -57,6 +62,7 @@ typedef struct direct_plan {
     size_t groups;    /* filter groups of `filters` */
     size_t row_tiles; /* tiles per output row */
     size_t depth;     /* depth block: all of crs unless L2 is short */
+    int row_major;    /* units (image, row, group), else (group, image, row) */
     size_t chunks;    /* filter-packing pieces per group */
     int copy;         /* rows copied into padded bands */
     size_t band_out;  /* output rows per band, at most */
@@ -78,7 +84,7 @@ typedef struct direct_job {
     const locus__conv_problem *problem;
     const locus_services *services;
     direct_plan plan;
-    float *filter;         /* packed, groups x crs x 32 */
+    float *filter; /* packed, groups x crs x 32 */
     const ptrdiff_t *offsets;
     atomic_int *filter_states; /* groups x chunks */
     float *bands;              /* per worker, band_floats apart */
@@ -118,7 +124,7 @@ static double implicit_efficiency(const locus__conv_problem *pr, size_t mr,
 
 /* Returns 0 where the kernel is missing or a count overflows. Reads the
  * problem and the ISA table alone (the tests build problems without a
- * runtime); the depth block is set by choose_depth. */
+ * runtime); the depth block and the order by choose_blocking. */
 static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
 {
     const locus__conv_shape *sh = &pr->shape;
@@ -138,8 +144,7 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     /* Units (group, image, row) must fit a half of a share's word. */
     size_t units;
     if (!locus__cpu_mul_size(plan->groups, pr->batch, &units) ||
-        !locus__cpu_mul_size(units, sh->out_h, &units) ||
-        units > UINT32_MAX)
+        !locus__cpu_mul_size(units, sh->out_h, &units) || units > UINT32_MAX)
         return 0;
 
     plan->chunks = ceil_div(plan->crs, PACK_CHUNK);
@@ -170,7 +175,8 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
         return 0;
     if (!plan->copy)
         plan->band_floats = 0;
-    plan->offset_floats = ceil_div(plan->crs * sizeof(ptrdiff_t), sizeof(float));
+    plan->offset_floats =
+        ceil_div(plan->crs * sizeof(ptrdiff_t), sizeof(float));
     if (pr->workers < 1 || (size_t)pr->workers > SIZE_MAX / 256 ||
         states > SIZE_MAX / 256)
         return 0;
@@ -198,8 +204,13 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
 }
 
 /* One group's packed filter block in half of L2 (the kernel streams it
- * once per tile), all of the depth where it fits. */
-static void choose_depth(const locus__conv_problem *pr, direct_plan *plan)
+ * once per tile), all of the depth where it fits; and the units' order:
+ * row-major where the whole packed filter fits half of L2, so each band
+ * of input rows is read once for all groups (on the 1x1 64->256 layer at
+ * batch 8 the group-major order read the input 8 times, 51 MiB from
+ * L3 and memory), group-major otherwise (each group's filter read once
+ * per worker). */
+static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)
 {
     const locus_services *sv = pr->state->services;
     size_t l2 = sv->cache_bytes(pr->state->runtime, 2);
@@ -212,6 +223,7 @@ static void choose_depth(const locus__conv_problem *pr, direct_plan *plan)
     plan->depth = most < 64 ? 64 : most;
     if (plan->depth >= plan->crs)
         plan->depth = plan->crs;
+    plan->row_major = plan->filter_floats * sizeof(float) <= l2 / 2;
 }
 
 int locus__cpu_direct_fits(const locus__conv_problem *problem)
@@ -239,7 +251,8 @@ static void prepare(const direct_job *job, atomic_int *states, size_t count,
                     size_t from, size_t base,
                     void (*make)(const direct_job *, size_t))
 {
-    for (size_t n = 0, i = from; n < count; n++, i = i + 1 == count ? 0 : i + 1) {
+    for (size_t n = 0, i = from; n < count;
+         n++, i = i + 1 == count ? 0 : i + 1) {
         int expected = PIECE_FREE;
         if (atomic_load_explicit(&states[i], memory_order_relaxed) !=
                 PIECE_FREE ||
@@ -357,8 +370,8 @@ typedef struct worker_band {
  * an image read in place has its band only accounted, so once per pass
  * of a group, not per call), then every depth block of every row's
  * tiles. */
-static void run_rows(const direct_job *job, worker_band *wb, size_t g,
-                     size_t n, size_t oh0, size_t oh1, size_t ahead)
+static void run_rows(const direct_job *job, worker_band *wb, size_t g, size_t n,
+                     size_t oh0, size_t oh1, size_t ahead)
 {
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
@@ -392,10 +405,10 @@ static void run_rows(const direct_job *job, worker_band *wb, size_t g,
         for (size_t oh = oh0; oh < oh1; oh++) {
             size_t top = oh * sh_h; /* padded input row of tap row 0 */
             size_t r_lo = top >= sh->pad_h ? 0 : sh->pad_h - top;
-            size_t r_hi = min_size(sh->kernel_h,
-                                   sh->height + sh->pad_h > top
-                                       ? sh->height + sh->pad_h - top
-                                       : 0);
+            size_t r_hi =
+                min_size(sh->kernel_h, sh->height + sh->pad_h > top
+                                           ? sh->height + sh->pad_h - top
+                                           : 0);
             size_t lo = r_lo * cs, hi = r_hi > r_lo ? r_hi * cs : lo;
             if (!job->tap_major) {
                 lo = 0;
@@ -410,40 +423,54 @@ static void run_rows(const direct_job *job, worker_band *wb, size_t g,
             float *out =
                 pr->output + ((n * k + g * tf) * sh->out_h + oh) * sh->out_w;
             for (size_t t = 0; t < plan->row_tiles; t++)
-                isa->conv_direct(q1 - q0, w + q0 * tf,
-                                 row + t * tp * sh->stride_w, job->offsets + q0,
-                                 sh->stride_w, out + t * tp, plan->pq,
-                                 min_size(tp, sh->out_w - t * tp), filters,
-                                 q0 > lo);
+                isa->conv_direct(
+                    q1 - q0, w + q0 * tf, row + t * tp * sh->stride_w,
+                    job->offsets + q0, sh->stride_w, out + t * tp, plan->pq,
+                    min_size(tp, sh->out_w - t * tp), filters, q0 > lo);
         }
     }
 }
 
-/* Units [u0, u1), the worker expecting to go on to `limit`: per filter
- * group, its packed weights, then per image its rows, at most band_out
- * at a time. */
+/* Units [u0, u1), the worker expecting to go on to `limit`: per unit its
+ * group's packed weights (prepared when the group changes), then its
+ * rows, at most band_out at a time. */
 static void run_units(const direct_job *job, worker_band *wb, size_t u0,
                       size_t u1, size_t limit, int rank, int ranks)
 {
     const locus__conv_problem *pr = job->problem;
     const direct_plan *plan = &job->plan;
-    size_t oh_count = pr->shape.out_h, per_group = pr->batch * oh_count;
-    while (u0 < u1) {
-        size_t g = u0 / per_group, end = min_size(u1, (g + 1) * per_group);
-        prepare(job, job->filter_states + g * plan->chunks, plan->chunks,
-                plan->chunks * (size_t)rank / (size_t)ranks, g * plan->chunks,
-                pack_filter_piece);
-        for (size_t u = u0; u < end;) {
-            size_t n = (u % per_group) / oh_count, oh = u % oh_count;
+    size_t oh_count = pr->shape.out_h, groups = plan->groups;
+    size_t per_group = pr->batch * oh_count;
+    size_t prepared = SIZE_MAX;
+    for (size_t u = u0; u < u1;) {
+        /* The unit's group, image and row, the rows of the same group
+         * that follow it in [u, u1) (count), and how far the worker's
+         * rows of this image go (ahead). */
+        size_t g, n, oh, count, ahead;
+        if (plan->row_major) {
+            g = u % groups;
+            n = u / groups / oh_count;
+            oh = u / groups % oh_count;
+            count = 1;
+            ahead = min_size(oh_count, oh + ceil_div(limit - u, groups));
+        } else {
+            g = u / per_group;
+            n = u % per_group / oh_count;
+            oh = u % oh_count;
             size_t image_end = u - oh + oh_count;
-            size_t last = min_size(end, image_end) - (u - oh);
-            size_t ahead = min_size(limit, image_end) - (u - oh);
-            for (size_t o = oh; o < last; o += plan->band_out)
-                run_rows(job, wb, g, n, o, min_size(last, o + plan->band_out),
-                         ahead);
-            u += last - oh;
+            count = min_size(u1, image_end) - u;
+            ahead = min_size(limit, image_end) - (u - oh);
         }
-        u0 = end;
+        if (g != prepared) {
+            prepare(job, job->filter_states + g * plan->chunks, plan->chunks,
+                    plan->chunks * (size_t)rank / (size_t)ranks,
+                    g * plan->chunks, pack_filter_piece);
+            prepared = g;
+        }
+        for (size_t o = oh; o < oh + count; o += plan->band_out)
+            run_rows(job, wb, g, n, o, min_size(oh + count, o + plan->band_out),
+                     ahead);
+        u += count;
     }
 }
 
@@ -463,11 +490,13 @@ static int take(share_word *share, int from_back, size_t most, size_t *u0,
 {
     uint64_t word = atomic_load_explicit(&share->range, memory_order_relaxed);
     for (;;) {
-        size_t front = (size_t)(word >> 32), back = (size_t)(word & 0xffffffffu);
+        size_t front = (size_t)(word >> 32),
+               back = (size_t)(word & 0xffffffffu);
         if (front >= back)
             return 0;
         size_t left = back - front;
-        size_t count = from_back ? (left + 1) / 2 : min_size(most, (left + 3) / 4);
+        size_t count =
+            from_back ? (left + 1) / 2 : min_size(most, (left + 3) / 4);
         uint64_t next = from_back ? pack_range(front, back - count)
                                   : pack_range(front + count, back);
         if (atomic_compare_exchange_weak_explicit(&share->range, &word, next,
@@ -502,7 +531,8 @@ static void compute_worker(void *arg, int rank, int ranks)
         for (int r = 0; r < ranks; r++) {
             uint64_t word = atomic_load_explicit(&job->shares[r].range,
                                                  memory_order_relaxed);
-            size_t front = (size_t)(word >> 32), back = (size_t)(word & 0xffffffffu);
+            size_t front = (size_t)(word >> 32),
+                   back = (size_t)(word & 0xffffffffu);
             if (back > front && back - front > most) {
                 most = back - front;
                 victim = r;
@@ -525,9 +555,9 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         return services->fail(LOCUS_ERROR_SIZE_OVERFLOW,
                               "conv2d direct of %zu filters over %zu x %zu x "
                               "%zu taps overflows",
-                              problem->out_channels, sh->channels,
-                              sh->kernel_h, sh->kernel_w);
-    choose_depth(problem, &job.plan);
+                              problem->out_channels, sh->channels, sh->kernel_h,
+                              sh->kernel_w);
+    choose_blocking(problem, &job.plan);
     const direct_plan *plan = &job.plan;
 
     /* The packed filter from the cache where the filter buffer has a
@@ -539,7 +569,9 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         services->content_key(problem->op, problem->filter, content)) {
         locus__filter_key key = {{content[0], content[1]},
                                  problem->out_channels,
-                                 plan->crs,
+                                 sh->channels,
+                                 sh->kernel_h,
+                                 sh->kernel_w,
                                  plan->filters,
                                  problem->node};
         locus__filter_cache_lease(s->filter_cache, &key,
@@ -547,7 +579,8 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
     }
     size_t own_filter = lease.entry ? 0 : plan->filter_floats;
     int node = problem->node;
-    size_t bytes = plan->bytes - (plan->filter_floats - own_filter) * sizeof(float);
+    size_t bytes =
+        plan->bytes - (plan->filter_floats - own_filter) * sizeof(float);
     locus__gemm_buffers buffers;
     locus_status status = locus__gemm_workspace_acquire(
         s->gemm_workspace, services, s->runtime, 1, &node, &bytes, &buffers);

@@ -84,7 +84,8 @@ void locus__filter_cache_destroy(locus__filter_cache *cache)
 static int same_packing(const locus__filter_key *a, const locus__filter_key *b)
 {
     return a->content[0] == b->content[0] && a->content[1] == b->content[1] &&
-           a->filters == b->filters && a->depth == b->depth &&
+           a->filters == b->filters && a->channels == b->channels &&
+           a->kernel_h == b->kernel_h && a->kernel_w == b->kernel_w &&
            a->tile == b->tile && a->node == b->node;
 }
 

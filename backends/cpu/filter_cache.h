@@ -12,11 +12,12 @@
 typedef struct locus__filter_cache locus__filter_cache;
 
 /* What a packed filter holds: whose content (services' content_key) in
- * which packing (K filters of depth C*R*S, in groups of `tile`), on which
+ * which packing (K filters of C x R x S taps, in groups of `tile`; the
+ * tap order depends on C, R and S, not only on their product), on which
  * node's memory (-1: unbound). */
 typedef struct locus__filter_key {
     uint64_t content[2];
-    size_t filters, depth, tile;
+    size_t filters, channels, kernel_h, kernel_w, tile;
     int node;
 } locus__filter_key;
 

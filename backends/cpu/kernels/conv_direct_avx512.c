@@ -113,12 +113,12 @@ direct_tile(size_t depth, const float *filter, const float *input,
     }
 
     __m512 z = _mm512_setzero_ps();
-    __m512 r0[16] = {c00, c10, c20, c30, c40, c50,  c60,  c70,
-                     c80, c90, c100, c110, c120, c130, z, z};
+    __m512 r0[16] = {c00, c10, c20,  c30,  c40,  c50,  c60, c70,
+                     c80, c90, c100, c110, c120, c130, z,   z};
     store_transposed(r0, out, ldo, positions, filters, accumulate);
     if (filters > 16) {
-        __m512 r1[16] = {c01, c11, c21, c31, c41, c51,  c61,  c71,
-                         c81, c91, c101, c111, c121, c131, z, z};
+        __m512 r1[16] = {c01, c11, c21,  c31,  c41,  c51,  c61, c71,
+                         c81, c91, c101, c111, c121, c131, z,   z};
         store_transposed(r1, out + 16 * ldo, ldo, positions, filters - 16,
                          accumulate);
     }

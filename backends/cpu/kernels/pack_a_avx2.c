@@ -98,8 +98,8 @@ static inline void transpose8x8(float *d, size_t mr, const float *const *src,
 
 /* Whole panels of a multiple of eight rows (the direct convolution's 32
  * filters, conv_direct.c) go eight rows at a time. */
-static void pack_rows8(float *a, const float *const *src, size_t kc,
-                       size_t mr, size_t *p)
+static void pack_rows8(float *a, const float *const *src, size_t kc, size_t mr,
+                       size_t *p)
 {
     for (; *p + 8 <= kc; *p += 8)
         for (size_t row = 0; row < mr; row += 8)
