@@ -13,7 +13,9 @@
  * packed filter plus a few hundred KiB per worker) is the smallest of the
  * three except where the filter outweighs the image (3x3 256->256 at
  * 14x14: 2.9 MiB against im2col's 2.5 MiB). So `auto` runs it whenever
- * its sizes do not overflow. Otherwise it falls back to the former rule
+ * its sizes do not overflow. Where the ISA has a direct kernel and the
+ * shape fills its tiles, the implicit GEMM runs in its other orientation
+ * (conv_direct.c: filters as vectors, the input read in place). Otherwise it falls back to the former rule
  * between the two lowerings: MEC lowers each input row S times where
  * im2col lowers it R*S times, so it saves memory when output rows share
  * input rows (kernel_h > stride_h), and with one GEMM over each worker's

@@ -316,7 +316,12 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
                                            const locus_placement *placement,
                                            locus_buffer **out);
 /* Adopt caller memory; Locus never frees it. The memory must outlive the
- * buffer. Alignment of 64 bytes gives the fastest kernels. */
+ * buffer. Alignment of 64 bytes gives the fastest kernels. The CPU reads
+ * it in place at every op, so between ops the caller may change it
+ * directly; Locus keeps nothing derived from it on the CPU (a buffer from
+ * locus_buffer_create used as a conv2d filter keeps its packing between
+ * calls, until written). A GPU's copy of it, though, is refreshed only
+ * after locus_buffer_write or a write mapping says it changed. */
 LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
                                          size_t bytes, locus_buffer **out);
 /* Waits for ops on the buffer, frees device copies, and the host memory if
