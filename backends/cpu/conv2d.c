@@ -15,14 +15,14 @@
  * 14x14: 2.9 MiB against im2col's 2.5 MiB). So `auto` runs it whenever
  * its sizes do not overflow. Where the ISA has a direct kernel and the
  * shape fills its tiles, the implicit GEMM runs in its other orientation
- * (conv_direct.c: filters as vectors, the input read in place). Otherwise it falls back to the former rule
- * between the two lowerings: MEC lowers each input row S times where
- * im2col lowers it R*S times, so it saves memory when output rows share
- * input rows (kernel_h > stride_h), and with one GEMM over each worker's
- * output rows it was as fast or faster than im2col on every such layer
- * of the set (docs/PERFORMANCE.md); it is picked there when its workspace
- * is smaller than im2col's, and im2col otherwise (1x1 layers, which
- * im2col reads in place).
+ * (conv_direct.c: filters as vectors, the input read in place).
+ * Otherwise it falls back to the former rule between the two lowerings: MEC
+ * lowers each input row S times where im2col lowers it R*S times, so it saves
+ * memory when output rows share input rows (kernel_h > stride_h), and with one
+ * GEMM over each worker's output rows it was as fast or faster than im2col on
+ * every such layer of the set (docs/PERFORMANCE.md); it is picked there when
+ * its workspace is smaller than im2col's, and im2col otherwise (1x1 layers,
+ * which im2col reads in place).
  */
 #include "conv2d.h"
 #include "conv_implicit.h"
