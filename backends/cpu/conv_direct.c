@@ -1,9 +1,10 @@
 /* 2-D convolution computed directly: each output row of each image, for
  * each group of 32 filters, as tiles of 14 positions (the ISA's
  * conv_direct kernel, kernels/conv_direct_avx512.c). The kernel's vectors
- * are 32 filters' weights of one tap, from the filter packed once per call
- * (filter-major within a group, w[p * 32 + j] for depth step p = (c, r, s));
- * the positions are broadcasts read straight from the image, so nothing of
+ * are 32 filters' weights of one tap, from the filter packed by groups of
+ * 32 (w[p * 32 + j] for depth step p; taps in (c, r, s) order, or (r, c,
+ * s) where the filter cache keeps the packing: see tap_major); the
+ * positions are broadcasts read straight from the image, so nothing of
  * im2col's column is ever packed: depth step p of a tile is at
  * `offsets[p]` floats from its first position, position i `stride_w * i`
  * floats further.
@@ -14,8 +15,8 @@
  * every channel, into its own band of zero-bordered rows, wx floats wide
  * so that the last tile's unused positions stay inside the row. A band is
  * the worker's alone: a padded image shared by all workers made each wait
- * for the slowest to copy its share (30-40 us of a 0.5 ms call on the
- * 2-core VM, when a worker had lost its core for a moment).
+ * for the slowest to copy its share (30-40 us of a 0.5 ms call on two
+ * Zen 5 cores).
  *
  * Work. Units are (filter group, image, output row), ordered row-major
  * (image, row, group) where the whole packed filter fits half of L2, so
@@ -207,7 +208,7 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
  * once per tile), all of the depth where it fits; and the units' order:
  * row-major where the whole packed filter fits half of L2, so each band
  * of input rows is read once for all groups (on the 1x1 64->256 layer at
- * batch 8 the group-major order read the input 8 times, 51 MiB from
+ * batch 8 the group-major order read the input 8 times, 49 MiB from
  * L3 and memory), group-major otherwise (each group's filter read once
  * per worker). */
 static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)

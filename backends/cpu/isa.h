@@ -33,7 +33,8 @@ typedef void (*locus__pack_a_kernel)(float *a, const float *const *src,
  *   out[j * ldo + i] (+)= sum_p filter[p * direct_filters + j]
  *                              * input[offsets[p] + i * step],
  * over depth steps p < depth; `accumulate` adds to out, else out is only
- * written. */
+ * written. It reads the inputs of all direct_positions positions (only the
+ * stores are cut to `positions`), so the caller's rows must hold them. */
 typedef void (*locus__conv_direct_kernel)(size_t depth, const float *filter,
                                           const float *input,
                                           const ptrdiff_t *offsets, size_t step,
