@@ -42,6 +42,7 @@
 #include "conv_direct.h"
 #include "conv_reference.h"
 #include "cpu_contexts.h"
+#include "cpu_conv_problem.h"
 #include "isa.h"
 #include "test_buffers.h"
 #include "test_util.h"
@@ -222,40 +223,6 @@ static void test_kernel(const locus__cpu_isa *isa)
 
 /* ---- 2. The rule ---- */
 
-/* The problem the CPU backend builds for cc on `workers` workers, as far
- * as the direct plan reads it, with the kernel table of `isa`
- * (test_cpu_mec_indexed.c's, plus the table). */
-static locus__conv_problem problem_of(const conv_case *cc, const char *isa,
-                                      int workers, locus__cpu_state *state)
-{
-    memset(state, 0, sizeof *state);
-    long page = sysconf(_SC_PAGESIZE);
-    state->page_size = page > 0 ? (size_t)page : 4096;
-    locus__cpu_isa_init(&state->isa, isa);
-    locus__conv_problem pr = {
-        .state = state,
-        .node = -1,
-        .workers = workers,
-        .shape =
-            {
-                .channels = cc->c,
-                .height = cc->h,
-                .width = cc->w,
-                .kernel_h = cc->r,
-                .kernel_w = cc->s,
-                .stride_h = cc->sh,
-                .stride_w = cc->sw,
-                .pad_h = cc->ph,
-                .pad_w = cc->pw,
-                .out_h = (cc->h + 2 * cc->ph - cc->r) / cc->sh + 1,
-                .out_w = (cc->w + 2 * cc->pw - cc->s) / cc->sw + 1,
-            },
-        .batch = cc->n,
-        .out_channels = cc->k,
-    };
-    return pr;
-}
-
 static void describe(const char *prefix, const conv_case *cc, char *what,
                      size_t size)
 {
@@ -271,7 +238,7 @@ static void expect_fits(const conv_case *cc, const char *isa, int expected)
     char what[192];
     describe(isa, cc, what, sizeof what);
     locus__cpu_state state;
-    locus__conv_problem pr = problem_of(cc, isa, 1, &state);
+    locus__conv_problem pr = test_conv_problem(cc, isa, 1, &state);
     int fits = locus__cpu_direct_fits(&pr);
     TEST_EXPECT(fits == expected, "%s: direct fits is %d, expected %d", what,
                 fits, expected);
@@ -367,7 +334,8 @@ static int run_on(const test_target *t, const conv_case *cc, const float *in,
     char what[320];
     snprintf(what, sizeof what, "%s [%s]", case_what, t->name);
     locus__cpu_state state;
-    locus__conv_problem pr = problem_of(cc, "avx512", t->workers, &state);
+    locus__conv_problem pr =
+        test_conv_problem(cc, "avx512", t->workers, &state);
     size_t direct_bytes = locus__cpu_direct_workspace(&pr);
     size_t in_count = cc->n * cc->c * cc->h * cc->w;
     size_t f_count = cc->k * cc->c * cc->r * cc->s;
@@ -419,7 +387,7 @@ static void run_case(const test_target *t, const conv_case *cc)
     char what[192];
     describe("direct", cc, what, sizeof what);
     locus__cpu_state state;
-    locus__conv_problem pr = problem_of(cc, "avx512", 1, &state);
+    locus__conv_problem pr = test_conv_problem(cc, "avx512", 1, &state);
     if (!TEST_EXPECT(locus__cpu_direct_fits(&pr),
                      "%s: the direct path does not take it", what))
         return;

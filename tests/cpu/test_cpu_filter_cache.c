@@ -49,6 +49,7 @@
 #include "conv_direct.h"
 #include "conv_reference.h"
 #include "cpu_contexts.h"
+#include "cpu_conv_problem.h"
 #include "isa.h"
 #include "test_buffers.h"
 #include "test_util.h"
@@ -80,39 +81,6 @@ static int cpu_has_avx512f(void)
 #else
     return 0;
 #endif
-}
-
-/* The problem the CPU backend builds for cc on `workers` workers, as far
- * as the direct plan reads it (test_cpu_conv_direct.c's problem_of). */
-static locus__conv_problem problem_of(const conv_case *cc, int workers,
-                                      locus__cpu_state *state)
-{
-    memset(state, 0, sizeof *state);
-    long page = sysconf(_SC_PAGESIZE);
-    state->page_size = page > 0 ? (size_t)page : 4096;
-    locus__cpu_isa_init(&state->isa, "avx512");
-    locus__conv_problem pr = {
-        .state = state,
-        .node = -1,
-        .workers = workers,
-        .shape =
-            {
-                .channels = cc->c,
-                .height = cc->h,
-                .width = cc->w,
-                .kernel_h = cc->r,
-                .kernel_w = cc->s,
-                .stride_h = cc->sh,
-                .stride_w = cc->sw,
-                .pad_h = cc->ph,
-                .pad_w = cc->pw,
-                .out_h = (cc->h + 2 * cc->ph - cc->r) / cc->sh + 1,
-                .out_w = (cc->w + 2 * cc->pw - cc->s) / cc->sw + 1,
-            },
-        .batch = cc->n,
-        .out_channels = cc->k,
-    };
-    return pr;
 }
 
 /* ---- A site: one shape on one context, with its input and output ---- */
@@ -154,7 +122,8 @@ static int site_open(site *s, const char *name, locus_context *ctx,
         /* Without this the test could pass on the implicit GEMM alone,
          * never touching the cache. */
         locus__cpu_state state;
-        locus__conv_problem pr = problem_of(cc, info.compute_units, &state);
+        locus__conv_problem pr =
+            test_conv_problem(cc, "avx512", info.compute_units, &state);
         if (!TEST_EXPECT(locus__cpu_direct_fits(&pr),
                          "%s: shape %zux%zux%zu k=%zu %zux%zu does not take "
                          "the direct path",

@@ -23,6 +23,7 @@
 #include "conv_gemm.h"
 #include "conv_reference.h"
 #include "cpu_contexts.h"
+#include "cpu_conv_problem.h"
 #include "isa.h"
 #include "mec.h"
 #include "test_buffers.h"
@@ -190,38 +191,6 @@ typedef struct mec_case {
     size_t group; /* images per GEMM the rule must choose: 1 is B */
 } mec_case;
 
-/* The problem the CPU backend builds for cc on `workers` workers, as far
- * as MEC's plan reads it. */
-static locus__conv_problem problem_of(const conv_case *cc, int workers,
-                                      locus__cpu_state *state)
-{
-    memset(state, 0, sizeof *state);
-    long page = sysconf(_SC_PAGESIZE);
-    state->page_size = page > 0 ? (size_t)page : 4096;
-    locus__conv_problem pr = {
-        .state = state,
-        .node = -1,
-        .workers = workers,
-        .shape =
-            {
-                .channels = cc->c,
-                .height = cc->h,
-                .width = cc->w,
-                .kernel_h = cc->r,
-                .kernel_w = cc->s,
-                .stride_h = cc->sh,
-                .stride_w = cc->sw,
-                .pad_h = cc->ph,
-                .pad_w = cc->pw,
-                .out_h = (cc->h + 2 * cc->ph - cc->r) / cc->sh + 1,
-                .out_w = (cc->w + 2 * cc->pw - cc->s) / cc->sw + 1,
-            },
-        .batch = cc->n,
-        .out_channels = cc->k,
-    };
-    return pr;
-}
-
 /* Runs MEC on cc in ctx (forced to mc->workers threads), checks it
  * against the direct loop and its record against the plan. */
 static void run_mec(locus_context *ctx, const char *isa, const mec_case *mc)
@@ -234,7 +203,7 @@ static void run_mec(locus_context *ctx, const char *isa, const mec_case *mc)
              isa, mc->workers, cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s,
              cc->sh, cc->sw, cc->ph, cc->pw);
     locus__cpu_state state;
-    locus__conv_problem pr = problem_of(cc, mc->workers, &state);
+    locus__conv_problem pr = test_conv_problem(cc, NULL, mc->workers, &state);
     size_t group = locus__cpu_mec_group(&pr), expected = 0;
     TEST_EXPECT(group == mc->group,
                 "%s: %zu images per GEMM, expected %zu (solution %s)", what,
