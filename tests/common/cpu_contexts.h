@@ -18,6 +18,18 @@
 static const char *const test_cpu_isas[] = {"generic", "avx2", "avx512"};
 #define TEST_CPU_ISA_COUNT (sizeof test_cpu_isas / sizeof *test_cpu_isas)
 
+/* Whether this CPU runs AVX-512F code (the kernels that only exist there:
+ * the direct convolution's). */
+static inline int test_cpu_has_avx512f(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
 /* A context forced to isa (NULL: the best) on topology (NULL: this
  * machine) with a worker count (NULL: the default). When the CPU lacks a
  * forced isa, prints "skipping ISA: not supported" and returns NULL

@@ -473,20 +473,9 @@ static void test_api(void)
         locus_context_destroy(t[i].ctx);
 }
 
-/* Whether this CPU can run AVX-512F code (and the OS saves its state). */
-static int cpu_has_avx512f(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
-}
-
 int main(int argc, char **argv)
 {
-    if (!cpu_has_avx512f()) {
+    if (!test_cpu_has_avx512f()) {
         printf("skipping: the CPU has no AVX-512F, the direct kernel's "
                "instruction set\n");
         return TEST_EXIT_SKIP;

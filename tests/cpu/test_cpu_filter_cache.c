@@ -73,16 +73,6 @@ static const conv_case shape_3x1 = {1, 48, 14, 14, 32, 3, 1, 1, 1, 1, 0};
  * kernel table has the direct kernel. Set once in main. */
 static int direct_expected;
 
-static int cpu_has_avx512f(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
-}
-
 /* ---- A site: one shape on one context, with its input and output ---- */
 
 typedef struct site {
@@ -724,7 +714,7 @@ int main(int argc, char **argv)
     test_seed(argc, argv);
     locus__cpu_isa isa;
     locus__cpu_isa_init(&isa, "avx512");
-    direct_expected = cpu_has_avx512f() && isa.conv_direct != NULL;
+    direct_expected = test_cpu_has_avx512f() && isa.conv_direct != NULL;
     /* Forced to avx512 where the CPU has it, so that a LOCUS_CPU_ISA in
      * the environment cannot take the cache's user away; else the best
      * kernel set, whose checks must pass all the same. */
