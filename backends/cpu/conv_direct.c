@@ -33,29 +33,25 @@
  * The packed filter is the one shared workspace (unless the filter cache,
  * filter_cache.c, holds it from an earlier call), prepared inside the
  * compute job (conv_implicit.c says why not in a job of its own) in
- * pieces of one group and one depth chunk, each with an atomic state
- * (free, claimed, done): before a worker first uses a group it claims and
- * packs the free pieces, starting a share of them apart from the other
- * workers of the group, then waits for those others claimed. A claimed
- * piece is always being packed by a running worker that waits for
- * nothing, so this cannot deadlock, even where the pool runs the ranks one
- * after another.
+ * pieces of one group and one depth chunk (pieces.h): before a worker
+ * first uses a group it claims and packs the free pieces, starting a share
+ * of them apart from the other workers of the group, then waits for those
+ * others claimed.
  *
  * Every output element is computed by the same kernel calls whichever
  * worker owns it: results do not depend on the worker count. */
 #include <stdatomic.h>
 #include <stdint.h>
-#include <threads.h>
 
 #include "conv_direct.h"
+
+#include "pieces.h"
 
 #define DEFAULT_L2 (256u << 10)
 /* Depth steps per filter-packing piece. */
 #define PACK_CHUNK 256
 /* Output rows per band, at most. */
 #define BAND_ROWS 16
-
-enum { PIECE_FREE, PIECE_CLAIMED, PIECE_DONE };
 
 typedef struct direct_plan {
     size_t positions, filters; /* the kernel's tile: 14 x 32 */
@@ -246,31 +242,20 @@ size_t locus__cpu_direct_workspace(const locus__conv_problem *problem)
     return make_plan(problem, &plan) ? plan.bytes : 0;
 }
 
-/* Claims and prepares the free pieces among states[0..count), from
- * `from` on cyclically, then waits for the ones others claimed. */
+/* Claims and packs the free pieces among states[0..count) (pieces.h),
+ * from `from` on cyclically, then waits for the ones others claimed. */
 static void prepare(const direct_job *job, atomic_int *states, size_t count,
                     size_t from, size_t base,
                     void (*make)(const direct_job *, size_t))
 {
     for (size_t n = 0, i = from; n < count;
          n++, i = i + 1 == count ? 0 : i + 1) {
-        int expected = PIECE_FREE;
-        if (atomic_load_explicit(&states[i], memory_order_relaxed) !=
-                PIECE_FREE ||
-            !atomic_compare_exchange_strong_explicit(
-                &states[i], &expected, PIECE_CLAIMED, memory_order_relaxed,
-                memory_order_relaxed))
+        if (!locus__piece_claim(&states[i]))
             continue;
         make(job, base + i);
-        atomic_store_explicit(&states[i], PIECE_DONE, memory_order_release);
+        locus__piece_done(&states[i]);
     }
-    for (size_t i = 0; i < count; i++)
-        for (unsigned spin = 0;
-             atomic_load_explicit(&states[i], memory_order_acquire) !=
-             PIECE_DONE;
-             spin++)
-            if (spin >= 64)
-                thrd_yield(); /* the preparer may have lost its core */
+    locus__pieces_wait(states, 0, count);
 }
 
 /* Where original depth step p = (c, r, s) goes in a tap-major packing:
@@ -606,7 +591,8 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         atomic_init(&job.shares[r].range, pack_range(u0, u1));
     }
     for (size_t i = 0; i < plan->groups * plan->chunks; i++)
-        atomic_init(&states[i], lease.ready ? PIECE_DONE : PIECE_FREE);
+        atomic_init(&states[i],
+                    lease.ready ? LOCUS__PIECE_DONE : LOCUS__PIECE_FREE);
     job.tap_major = lease.entry != NULL;
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)

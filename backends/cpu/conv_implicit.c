@@ -30,8 +30,8 @@
  * own: each dispatch wakes every worker and waits for the last, part of
  * the ~40-60 us a call cost beyond the arithmetic on the 2-core VM.
  * Each piece (one row panel of one depth block) has an atomic state
- * (free, claimed, packed). Just before a worker first uses a depth block
- * it claims and packs the free pieces of its own rows (workers sharing
+ * (pieces.h: free, claimed, done). Just before a worker first uses a depth
+ * block it claims and packs the free pieces of its own rows (workers sharing
  * rows start at different panels, so they split them), then waits for
  * the ones others claimed; the pieces it packed are still in its L2
  * when the kernel reads them (packing the whole filter first sent the
@@ -58,12 +58,12 @@
 #include <assert.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <threads.h>
 
 #include "conv_implicit.h"
 
 #include "conv_direct.h"
 #include "conv_implicit_pack.h"
+#include "pieces.h"
 
 #define DEFAULT_L1 (32u << 10)
 #define DEFAULT_L2 (256u << 10)
@@ -71,8 +71,6 @@
  * a 16-wide run is 4 SSE loads and stores per depth row, about what one
  * call's 12 FMAs per depth row take. */
 #define PACK_CALLS 1
-
-enum { PANEL_FREE, PANEL_CLAIMED, PANEL_PACKED };
 
 typedef struct implicit_plan {
     size_t mr, nr;
@@ -96,7 +94,7 @@ typedef struct implicit_job {
     const locus_services *services;
     implicit_plan plan;
     float *filter;       /* packed */
-    atomic_int *packing; /* per row panel: PANEL_FREE, ... */
+    atomic_int *packing; /* per row panel: a piece state (pieces.h) */
     float *parts;        /* per worker: a B micro-panel and a band */
 } implicit_job;
 
@@ -302,15 +300,10 @@ static void prepare_block(const implicit_job *job, size_t b, size_t i0,
     size_t run = 0, end = 0; /* panels packed here, accounted by run */
     for (size_t n = 0, i = from; n < i1 - i0;
          n++, i = i + 1 == i1 ? i0 : i + 1) {
-        int expected = PANEL_FREE;
-        if (atomic_load_explicit(&state[i], memory_order_relaxed) !=
-                PANEL_FREE ||
-            !atomic_compare_exchange_strong_explicit(
-                &state[i], &expected, PANEL_CLAIMED, memory_order_relaxed,
-                memory_order_relaxed))
+        if (!locus__piece_claim(&state[i]))
             continue;
         pack_piece(job, b, i);
-        atomic_store_explicit(&state[i], PANEL_PACKED, memory_order_release);
+        locus__piece_done(&state[i]);
         if (b != 0) /* block 0's packer accounts the whole rows */
             continue;
         if (i != end) {
@@ -322,13 +315,7 @@ static void prepare_block(const implicit_job *job, size_t b, size_t i0,
     }
     if (end > run)
         account_panels(job, run, end);
-    for (size_t i = i0; i < i1; i++)
-        for (unsigned spin = 0;
-             atomic_load_explicit(&state[i], memory_order_acquire) !=
-             PANEL_PACKED;
-             spin++)
-            if (spin >= 64)
-                thrd_yield(); /* the packer may have lost its core */
+    locus__pieces_wait(state, i0, i1);
 }
 
 /* A tile cut by the last output position or the last filter row: the
@@ -455,7 +442,7 @@ locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
     job.packing = (atomic_int *)(void *)(job.filter + job.plan.filter);
     job.parts = job.filter + job.plan.filter + job.plan.flags;
     for (size_t i = 0; i < job.plan.blocks * job.plan.panels; i++)
-        atomic_init(&job.packing[i], PANEL_FREE);
+        atomic_init(&job.packing[i], LOCUS__PIECE_FREE);
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
