@@ -1,8 +1,9 @@
 /* 2-D convolution computed directly: each output row of each image, for
- * each group of 32 filters, as tiles of 14 positions (the ISA's
- * conv_direct kernel, kernels/conv_direct_avx512.c). The kernel's vectors
- * are 32 filters' weights of one tap, from the filter packed by groups of
- * 32 (w[p * 32 + j] for depth step p; taps in (c, r, s) order, or (r, c,
+ * each group of TF filters, as tiles of TP positions (the ISA's
+ * conv_direct kernel: AVX-512 14 x 32, kernels/conv_direct_avx512.c; AVX2
+ * 6 x 16, kernels/conv_direct_avx2.c). The kernel's vectors are TF
+ * filters' weights of one tap, from the filter packed by groups of TF
+ * (w[p * TF + j] for depth step p; taps in (c, r, s) order, or (r, c,
  * s) where the filter cache keeps the packing: see tap_major); the
  * positions are broadcasts read straight from the image, so nothing of
  * im2col's column is ever packed: depth step p of a tile is at
@@ -10,7 +11,8 @@
  * floats further.
  *
  * Padding. The image is read in place where the layer has no padding and
- * a row's last tile stays inside the row (1x1 layers, 14 | output width).
+ * a row's last tile stays inside the row (1x1 layers whose output width
+ * is a multiple of TP).
  * Otherwise each worker copies the input rows its next output rows read,
  * every channel, into its own band of zero-bordered rows, wx floats wide
  * so that the last tile's unused positions stay inside the row. A band is
@@ -54,7 +56,7 @@
 #define BAND_ROWS 16
 
 typedef struct direct_plan {
-    size_t positions, filters; /* the kernel's tile: 14 x 32 */
+    size_t positions, filters; /* the kernel's tile, TP x TF */
     size_t crs, pq;
     size_t groups;    /* filter groups of `filters` */
     size_t row_tiles; /* tiles per output row */
@@ -81,7 +83,7 @@ typedef struct direct_job {
     const locus__conv_problem *problem;
     const locus_services *services;
     direct_plan plan;
-    float *filter; /* packed, groups x crs x 32 */
+    float *filter; /* packed, groups x crs x TF */
     const ptrdiff_t *offsets;
     atomic_int *filter_states; /* groups x chunks */
     float *bands;              /* per worker, band_floats apart */
@@ -273,7 +275,7 @@ static size_t tap_major(const locus__conv_shape *sh, size_t p)
  * (piece = g * chunks + h), transposed by the ISA's routine, which wants
  * contiguous depth as the (c, r, s) order has it. A tap-major packing
  * goes TRANSPOSE_STEPS steps at a time through a small buffer, each
- * step's 32 floats then put at their place: the scattered stores cost
+ * step's TF floats then put at their place: the scattered stores cost
  * a tenth of a call on the 256-channel layer, so only a packing the
  * cache keeps (filter_cache.c) is tap-major. */
 #define TRANSPOSE_STEPS 64

@@ -68,6 +68,9 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->min = locus__min_avx2;
         isa->max = locus__max_avx2;
         isa->pack_a_panel = locus__pack_a_panel_avx2;
+        isa->conv_direct = locus__conv_direct_avx2;
+        isa->direct_positions = LOCUS__AVX2_DIRECT_POSITIONS;
+        isa->direct_filters = LOCUS__AVX2_DIRECT_FILTERS;
     }
     if (level >= LEVEL_AVX512) {
         isa->name = "avx512";

@@ -29,13 +29,17 @@
  *     (rewritten as it goes) and both sharing a third;
  * 10. more filter buffers than the cache has entries (the eviction path).
  *
- * Every output is poisoned with NaN before its run. The shapes are small
- * (1.8 MFLOP a conv) and asserted to take the direct path where the CPU
- * has AVX-512F (locus__cpu_direct_fits, an internal function, like
- * test_cpu_conv_direct.c's problems), whose record then shows the direct
- * plan's workspace. Without AVX-512F the cache is never used, but every
- * check above still runs (it must pass on any path) and a note says that
- * the cache was not exercised. */
+ * The whole sequence runs once under each kernel table that has a direct
+ * kernel and that the CPU runs, its contexts forced to it: avx2 (6 x 16
+ * tiles; the CPU needs AVX2 and FMA) and avx512 (14 x 32; AVX-512F). Every
+ * output is poisoned with NaN before its run. The shapes are small (1.3
+ * and 1.8 MFLOP a conv), sized for the table's tile, and asserted to take
+ * the direct path under it (locus__cpu_direct_fits, an internal function,
+ * like test_cpu_conv_direct.c's problems), whose record then shows the
+ * direct plan's workspace. On a CPU with neither table the cache is never
+ * used, but every check above still runs once on the best kernels (it
+ * must pass on any path) and a note says that the cache was not
+ * exercised. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -54,12 +58,55 @@
 #include "test_buffers.h"
 #include "test_util.h"
 
-/* Three shapes, all of 32 x 144 filter floats: a 3x3 layer whose input
- * is copied into padded bands, a 1x1 layer read in place, and a 3x1
- * layer (the same R as the first, another S and C). */
-static const conv_case shape_3x3 = {1, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1};
-static const conv_case shape_1x1 = {1, 144, 14, 14, 32, 1, 1, 1, 1, 0, 0};
-static const conv_case shape_3x1 = {1, 48, 14, 14, 32, 3, 1, 1, 1, 1, 0};
+/* Three shapes on a side x side image, all of 32 x 144 filter floats: a
+ * 3x3 layer whose input is copied into padded bands, a 1x1 layer read in
+ * place, and a 3x1 layer (the same R as the first, another S and C). */
+static conv_case shape_3x3(size_t side)
+{
+    return (conv_case){1, 16, side, side, 32, 3, 3, 1, 1, 1, 1};
+}
+
+static conv_case shape_1x1(size_t side)
+{
+    return (conv_case){1, 144, side, side, 32, 1, 1, 1, 1, 0, 0};
+}
+
+static conv_case shape_3x1(size_t side)
+{
+    return (conv_case){1, 48, side, side, 32, 3, 1, 1, 1, 1, 0};
+}
+
+/* A kernel table with a direct kernel, and the side of the images run
+ * under it: a whole number of its tiles, so that the 1x1 layer's rows
+ * are read in place, and the rule takes all three shapes. With 32
+ * filters, the rule's arithmetic (test_cpu_conv_direct.c says how) is
+ *   avx2, side 12 (2 tiles of 6): direct 12/12 * 32/32 = 1; the GEMM's
+ *     6 x 16 tile: PQ 144 = 9 x 16, 32/36 = 0.889, x 0.95 = 0.844;
+ *   avx512, side 14 (1 tile of 14): direct 1; the GEMM's 12 x 32 tile:
+ *     196/224 * 32/36 = 0.778, x 0.95 = 0.739.
+ * (A side of 14 does not fit avx2: 14/18 * 1 = 0.778 against 0.95 *
+ * 196/208 * 32/36 = 0.796.) */
+typedef struct cache_table {
+    const char *name;
+    int (*cpu_runs)(void);
+    size_t side;
+} cache_table;
+
+static int cpu_has_avx2_fma(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+static const cache_table cache_tables[] = {
+    {"avx2", cpu_has_avx2_fma, 12},
+    {"avx512", test_cpu_has_avx512f, 14},
+};
+#define CACHE_TABLES (sizeof cache_tables / sizeof *cache_tables)
 
 /* Filter buffers in the eviction case: more than the cache's 64 entries. */
 #define MANY_FILTERS 80
@@ -69,9 +116,10 @@ static const conv_case shape_3x1 = {1, 48, 14, 14, 32, 3, 1, 1, 1, 1, 0};
 #define THREAD_RUNS 20
 #define THREAD_VERSIONS 4
 
-/* Whether the cache can be in play: the CPU runs AVX-512F and the avx512
- * kernel table has the direct kernel. Set once in main. */
-static int direct_expected;
+/* The table the sequence runs under, whose direct kernel is the cache's
+ * user; NULL where the CPU runs no table with one (the cache is not in
+ * play). Set in main before each run of the sequence. */
+static const char *direct_isa;
 
 /* ---- A site: one shape on one context, with its input and output ---- */
 
@@ -108,12 +156,12 @@ static int site_open(site *s, const char *name, locus_context *ctx,
     if (TEST_OK(locus_device_find(ctx, "cpu", &s->dev)) != LOCUS_SUCCESS ||
         TEST_OK(locus_device_get_info(s->dev, &info)) != LOCUS_SUCCESS)
         return 0;
-    if (direct_expected) {
+    if (direct_isa) {
         /* Without this the test could pass on the implicit GEMM alone,
          * never touching the cache. */
         locus__cpu_state state;
         locus__conv_problem pr =
-            test_conv_problem(cc, "avx512", info.compute_units, &state);
+            test_conv_problem(cc, direct_isa, info.compute_units, &state);
         if (!TEST_EXPECT(locus__cpu_direct_fits(&pr),
                          "%s: shape %zux%zux%zu k=%zu %zux%zu does not take "
                          "the direct path",
@@ -498,13 +546,14 @@ done:
 
 /* Each context with its own buffers, runs interleaved, one filter changed
  * between them. */
-static void test_two_contexts(site *first, locus_context *other_ctx)
+static void test_two_contexts(site *first, locus_context *other_ctx,
+                              const char *other_name)
 {
     site second;
     float *f1 = malloc(first->f_count * sizeof *f1);
     float *f2 = malloc(first->f_count * sizeof *f2);
     locus_buffer *b1 = NULL, *b2 = NULL;
-    int opened = site_open(&second, "second context", other_ctx, &first->cc);
+    int opened = site_open(&second, other_name, other_ctx, &first->cc);
     if (!TEST_EXPECT(f1 && f2, "out of memory") || !opened)
         goto done;
     b1 = random_buffer(first->ctx, f1, first->f_count);
@@ -709,26 +758,28 @@ static void test_eviction(site *s)
 
 /* ---- main ---- */
 
-int main(int argc, char **argv)
+/* The whole sequence, on contexts forced to direct_isa (NULL: the best
+ * kernels), on images of side x side. */
+static void run_sequence(size_t side)
 {
-    test_seed(argc, argv);
-    locus__cpu_isa isa;
-    locus__cpu_isa_init(&isa, "avx512");
-    direct_expected = test_cpu_has_avx512f() && isa.conv_direct != NULL;
-    /* Forced to avx512 where the CPU has it, so that a LOCUS_CPU_ISA in
-     * the environment cannot take the cache's user away; else the best
-     * kernel set, whose checks must pass all the same. */
-    const char *isa_name = direct_expected ? "avx512" : NULL;
-    if (!direct_expected)
-        printf("note: no AVX-512F direct kernel here; the filter cache is "
-               "not exercised, the checks run on the implicit GEMM\n");
-
-    locus_context *ctx = test_cpu_context(isa_name, NULL, NULL);
-    locus_context *other = test_cpu_context(isa_name, NULL, NULL);
+    char name[64], second[64];
+    snprintf(name, sizeof name, "%s context", direct_isa ? direct_isa : "best");
+    snprintf(second, sizeof second, "%s second context",
+             direct_isa ? direct_isa : "best");
+    printf("isa %s, images %zux%zu\n", direct_isa ? direct_isa : "best", side,
+           side);
+    fflush(stdout);
+    /* Forced, so that a LOCUS_CPU_ISA in the environment cannot take the
+     * cache's user away. */
+    locus_context *ctx = test_cpu_context(direct_isa, NULL, NULL);
+    locus_context *other = test_cpu_context(direct_isa, NULL, NULL);
+    TEST_EXPECT(ctx && other, "%s: no context", name);
+    const conv_case c3 = shape_3x3(side), c1 = shape_1x1(side),
+                    c31 = shape_3x1(side);
     site s3 = {0}, s1 = {0}, s31 = {0};
-    int opened = ctx && other && site_open(&s3, "context", ctx, &shape_3x3) &&
-                 site_open(&s1, "context", ctx, &shape_1x1) &&
-                 site_open(&s31, "context", ctx, &shape_3x1);
+    int opened = ctx && other && site_open(&s3, name, ctx, &c3) &&
+                 site_open(&s1, name, ctx, &c1) &&
+                 site_open(&s31, name, ctx, &c31);
     if (opened) {
         test_one_buffer(&s3);
         test_one_buffer(&s1);
@@ -737,7 +788,7 @@ int main(int argc, char **argv)
         test_alternating(&s3);
         site *const shapes[] = {&s3, &s1, &s31};
         test_shapes(shapes, 3);
-        test_two_contexts(&s3, other);
+        test_two_contexts(&s3, other, second);
         test_threads(&s3);
         test_eviction(&s3);
     }
@@ -746,9 +797,40 @@ int main(int argc, char **argv)
     site_close(&s31);
     locus_context_destroy(other);
     locus_context_destroy(ctx);
-    printf("%s: %s; %d failure(s)\n", argv[0],
-           direct_expected ? "filter cache exercised"
-                           : "filter cache NOT exercised (no AVX-512F)",
-           test_failures());
+}
+
+int main(int argc, char **argv)
+{
+    test_seed(argc, argv);
+    char exercised[64] = "";
+    for (size_t i = 0; i < CACHE_TABLES; i++) {
+        const cache_table *t = &cache_tables[i];
+        locus__cpu_isa isa;
+        locus__cpu_isa_init(&isa, t->name);
+        if (!t->cpu_runs() || strcmp(isa.name, t->name) != 0 ||
+            !isa.conv_direct) {
+            printf("skipping %s: the CPU lacks it, or its table has no "
+                   "direct kernel\n",
+                   t->name);
+            continue;
+        }
+        direct_isa = t->name;
+        run_sequence(t->side);
+        snprintf(exercised + strlen(exercised),
+                 sizeof exercised - strlen(exercised), "%s%s",
+                 exercised[0] ? ", " : "", t->name);
+    }
+    if (!exercised[0]) {
+        /* The best kernels, whose checks must pass all the same. */
+        printf("note: no direct kernel here (neither avx2 with FMA nor "
+               "AVX-512F); the filter cache is not exercised, the checks "
+               "run on the implicit GEMM\n");
+        direct_isa = NULL;
+        run_sequence(14);
+    }
+    printf("%s: filter cache %s%s; %d failure(s)\n", argv[0],
+           exercised[0] ? "exercised under "
+                        : "NOT exercised (no direct kernel)",
+           exercised, test_failures());
     return test_exit_code();
 }

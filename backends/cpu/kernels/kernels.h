@@ -25,6 +25,13 @@ float locus__min_avx2(const float *x, size_t n, int *nan);
 float locus__max_avx2(const float *x, size_t n, int *nan);
 void locus__pack_a_panel_avx2(float *a, const float *const *src, size_t kc,
                               size_t rows, size_t mr);
+/* The direct convolution's 6-position x 16-filter tile (isa.h). */
+#define LOCUS__AVX2_DIRECT_POSITIONS 6
+#define LOCUS__AVX2_DIRECT_FILTERS 16
+void locus__conv_direct_avx2(size_t depth, const float *filter,
+                             const float *input, const ptrdiff_t *offsets,
+                             size_t step, float *out, size_t ldo,
+                             size_t positions, size_t filters, int accumulate);
 
 /* AVX-512F: 12 x 32 tile, 24 zmm accumulators. */
 #define LOCUS__AVX512_MR 12

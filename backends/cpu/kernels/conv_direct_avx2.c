@@ -1,0 +1,112 @@
+/* The AVX2 direct convolution tile (backends/cpu/conv_direct.c): 6 output
+ * positions of one output row by 16 filters, in 12 ymm accumulators; two
+ * ymm of the packed filter and one broadcast make 15 of the 16 registers.
+ * The AVX-512 tile's structure (conv_direct_avx512.c says why filters are
+ * the vectors) at the size AVX2's registers allow: a seventh position
+ * would leave no register for the broadcast, which AVX2's FMA cannot take
+ * from memory. The tile is stored transposed by two 8x8 in-register
+ * transposes and masked stores. Compiled with -mavx2 -mfma; called only on
+ * CPUs that have both. */
+#include <immintrin.h>
+
+#include "kernels.h"
+
+#define TILE_FILTERS LOCUS__AVX2_DIRECT_FILTERS
+
+/* Position i: c<i>0 and c<i>1 += its tap value * the two filter vectors. */
+#define TAP(i)                                                                 \
+    do {                                                                       \
+        __m256 x = _mm256_broadcast_ss(in + (i)*step);                         \
+        c##i##0 = _mm256_fmadd_ps(x, w0, c##i##0);                             \
+        c##i##1 = _mm256_fmadd_ps(x, w1, c##i##1);                             \
+    } while (0)
+
+/* Rows r[0..8) (positions, 8 filters each) transposed to 8 filters' rows
+ * of 8 positions; stores the first `positions` of each of the first
+ * `filters` rows at out + j * ldo, adding what is there when
+ * `accumulate`. */
+static inline void store_transposed(__m256 r[8], float *out, size_t ldo,
+                                    size_t positions, size_t filters,
+                                    int accumulate)
+{
+    __m256 t[8], u[8];
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    /* u[4k + m], 128-bit lane L: rows 4k..4k+3 of column 4L + m. */
+    for (int k = 0; k < 2; k++) {
+        u[4 * k + 0] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+        u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0xee);
+        u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+        u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xee);
+    }
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)positions), lane);
+    for (int m = 0; m < 4; m++) {
+        __m256 col[2] = {
+            _mm256_permute2f128_ps(u[m], u[4 + m], 0x20), /* column m */
+            _mm256_permute2f128_ps(u[m], u[4 + m], 0x31), /* column 4 + m */
+        };
+        for (int l = 0; l < 2; l++) {
+            size_t j = (size_t)(4 * l + m);
+            if (j >= filters)
+                continue;
+            float *o = out + j * ldo;
+            __m256 v = col[l];
+            if (accumulate)
+                v = _mm256_add_ps(v, _mm256_maskload_ps(o, mask));
+            _mm256_maskstore_ps(o, mask, v);
+        }
+    }
+}
+
+/* The tile for one position step (inlined into each specialization, so
+ * step 1 and 2 become constant address offsets). */
+static inline __attribute__((always_inline)) void
+direct_tile(size_t depth, const float *filter, const float *input,
+            const ptrdiff_t *offsets, size_t step, float *out, size_t ldo,
+            size_t positions, size_t filters, int accumulate)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
+           c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
+           c50 = c00, c51 = c00;
+
+#pragma GCC unroll 2
+    for (size_t p = 0; p < depth; p++) {
+        const float *in = input + offsets[p];
+        __m256 w0 = _mm256_loadu_ps(filter + p * TILE_FILTERS);
+        __m256 w1 = _mm256_loadu_ps(filter + p * TILE_FILTERS + 8);
+        TAP(0);
+        TAP(1);
+        TAP(2);
+        TAP(3);
+        TAP(4);
+        TAP(5);
+    }
+
+    __m256 z = _mm256_setzero_ps();
+    __m256 r0[8] = {c00, c10, c20, c30, c40, c50, z, z};
+    store_transposed(r0, out, ldo, positions, filters, accumulate);
+    if (filters > 8) {
+        __m256 r1[8] = {c01, c11, c21, c31, c41, c51, z, z};
+        store_transposed(r1, out + 8 * ldo, ldo, positions, filters - 8,
+                         accumulate);
+    }
+}
+
+void locus__conv_direct_avx2(size_t depth, const float *filter,
+                             const float *input, const ptrdiff_t *offsets,
+                             size_t step, float *out, size_t ldo,
+                             size_t positions, size_t filters, int accumulate)
+{
+    if (step == 1)
+        direct_tile(depth, filter, input, offsets, 1, out, ldo, positions,
+                    filters, accumulate);
+    else if (step == 2)
+        direct_tile(depth, filter, input, offsets, 2, out, ldo, positions,
+                    filters, accumulate);
+    else
+        direct_tile(depth, filter, input, offsets, step, out, ldo, positions,
+                    filters, accumulate);
+}
