@@ -3,16 +3,23 @@
 
 #include "gemm.h"
 
-size_t locus__cpu_conv_gemm_scratch_floats(size_t m, size_t n, size_t k)
+static const locus__tile_blocks *tile_blocks(locus__conv_gemm_blocks blocks)
 {
-    return locus__cpu_sgemm_scratch_floats(m, n, k);
+    return blocks == LOCUS__CONV_GEMM_COMPACT ? &locus__tile_compact
+                                              : &locus__tile_fast;
+}
+
+size_t locus__cpu_conv_gemm_scratch_floats(locus__conv_gemm_blocks blocks,
+                                           size_t m, size_t n, size_t k)
+{
+    return locus__cpu_sgemm_scratch_floats(tile_blocks(blocks), m, n, k);
 }
 
 /* C = A B on the calling thread; B ordinary (b_rows NULL) or indexed. */
-static void product(const locus__cpu_isa *isa, size_t m, size_t n, size_t k,
-                    const float *a, size_t lda, const float *b, size_t ldb,
-                    const size_t *b_rows, const size_t *b_cols, float *c,
-                    size_t ldc, float *scratch)
+static void product(const locus__cpu_isa *isa, locus__conv_gemm_blocks blocks,
+                    size_t m, size_t n, size_t k, const float *a, size_t lda,
+                    const float *b, size_t ldb, const size_t *b_rows,
+                    const size_t *b_cols, float *c, size_t ldc, float *scratch)
 {
     locus__sgemm g = {
         .trans_a = LOCUS_NO_TRANS,
@@ -32,21 +39,24 @@ static void product(const locus__cpu_isa *isa, size_t m, size_t n, size_t k,
         .ldc = ldc,
         .isa = isa,
     };
-    locus__cpu_sgemm_tile(&g, 0, m, 0, n, scratch);
+    locus__cpu_sgemm_tile(&g, tile_blocks(blocks), 0, m, 0, n, scratch);
 }
 
-void locus__cpu_conv_gemm(const locus__cpu_isa *isa, size_t m, size_t n,
+void locus__cpu_conv_gemm(const locus__cpu_isa *isa,
+                          locus__conv_gemm_blocks blocks, size_t m, size_t n,
                           size_t k, const float *a, size_t lda, const float *b,
                           size_t ldb, float *c, size_t ldc, float *scratch)
 {
-    product(isa, m, n, k, a, lda, b, ldb, NULL, NULL, c, ldc, scratch);
+    product(isa, blocks, m, n, k, a, lda, b, ldb, NULL, NULL, c, ldc, scratch);
 }
 
-void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
-                                  size_t k, const float *a, size_t lda,
-                                  const float *b, const size_t *b_rows,
-                                  const size_t *b_cols, float *c, size_t ldc,
-                                  float *scratch)
+void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa,
+                                  locus__conv_gemm_blocks blocks, size_t m,
+                                  size_t n, size_t k, const float *a,
+                                  size_t lda, const float *b,
+                                  const size_t *b_rows, const size_t *b_cols,
+                                  float *c, size_t ldc, float *scratch)
 {
-    product(isa, m, n, k, a, lda, b, 0, b_rows, b_cols, c, ldc, scratch);
+    product(isa, blocks, m, n, k, a, lda, b, 0, b_rows, b_cols, c, ldc,
+            scratch);
 }

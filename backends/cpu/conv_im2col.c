@@ -100,8 +100,8 @@ static int make_plan(const locus__conv_problem *pr, im2col_plan *plan)
     /* Whole pages of GEMM scratch per worker, so each worker's first touch
      * places its own on its node. */
     size_t page_floats = pr->state->page_size / sizeof(float);
-    size_t floats =
-        locus__cpu_conv_gemm_scratch_floats(pr->out_channels, pq, crs);
+    size_t floats = locus__cpu_conv_gemm_scratch_floats(
+        LOCUS__CONV_GEMM_FAST, pr->out_channels, pq, crs);
     if (floats > SIZE_MAX - page_floats)
         return 0;
     plan->scratch_stride =
@@ -148,14 +148,15 @@ static void conv_worker(void *arg, int rank, int ranks)
         float *out = pr->output + n * pr->out_channels * pq + j0;
         locus__cpu_conv_account_rows(job->problem, image, j0, j1);
         if (job->plan.direct) {
-            locus__cpu_conv_gemm(&pr->state->isa, pr->out_channels, width, crs,
-                                 pr->filter, crs, image + j0, pq, out, pq,
-                                 scratch);
+            locus__cpu_conv_gemm(&pr->state->isa, LOCUS__CONV_GEMM_FAST,
+                                 pr->out_channels, width, crs, pr->filter, crs,
+                                 image + j0, pq, out, pq, scratch);
             continue;
         }
         locus__cpu_im2col(sh, image, j0, j1, col, width);
-        locus__cpu_conv_gemm(&pr->state->isa, pr->out_channels, width, crs,
-                             pr->filter, crs, col, width, out, pq, scratch);
+        locus__cpu_conv_gemm(&pr->state->isa, LOCUS__CONV_GEMM_FAST,
+                             pr->out_channels, width, crs, pr->filter, crs, col,
+                             width, out, pq, scratch);
     }
 }
 

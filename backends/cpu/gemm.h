@@ -37,17 +37,32 @@ typedef struct locus__sgemm {
     const locus__cpu_isa *isa;
 } locus__sgemm;
 
-/* Floats of scratch that a call of locus__cpu_sgemm_tile needs for a tile
- * of at most rows x cols of C with inner dimension k, whatever the ISA.
- * The scratch needs no particular alignment. */
-size_t locus__cpu_sgemm_scratch_floats(size_t rows, size_t cols, size_t k);
+/* The cache blocks of locus__cpu_sgemm_tile (mc rows of A by kc depth
+ * packed, kc by nc of B), fixed so that callers can size the scratch
+ * before any ISA table is chosen. */
+typedef struct locus__tile_blocks {
+    size_t mc, kc, nc;
+} locus__tile_blocks;
+
+/* 144 x 256 x 2048: A's block in L2, B's micro-panel in L1 (im2col). */
+extern const locus__tile_blocks locus__tile_fast;
+/* 48 x 128 x 2048: a third of the fast blocks' scratch, for callers whose
+ * point is memory (MEC), at the cost of storing C twice as often. */
+extern const locus__tile_blocks locus__tile_compact;
+
+/* Floats of scratch that a call of locus__cpu_sgemm_tile with `blocks`
+ * needs for a tile of at most rows x cols of C with inner dimension k,
+ * whatever the ISA. The scratch needs no particular alignment. */
+size_t locus__cpu_sgemm_scratch_floats(const locus__tile_blocks *blocks,
+                                       size_t rows, size_t cols, size_t k);
 
 /* Computes the block rows [row_begin, row_end) x columns [col_begin,
  * col_end) of C on the calling thread, touching no other element of C.
- * scratch is the caller's own, of locus__cpu_sgemm_scratch_floats(rows,
- * cols, g->k) floats for some rows >= row_end - row_begin and
+ * scratch is the caller's own, of locus__cpu_sgemm_scratch_floats(blocks,
+ * rows, cols, g->k) floats for some rows >= row_end - row_begin and
  * cols >= col_end - col_begin. */
-void locus__cpu_sgemm_tile(const locus__sgemm *g, size_t row_begin,
+void locus__cpu_sgemm_tile(const locus__sgemm *g,
+                           const locus__tile_blocks *blocks, size_t row_begin,
                            size_t row_end, size_t col_begin, size_t col_end,
                            float *scratch);
 

@@ -9,9 +9,8 @@
 
 #include "gemm_block.h"
 
-#define TILE_MC 144
-#define TILE_KC 256
-#define TILE_NC 2048
+const locus__tile_blocks locus__tile_fast = {144, 256, 2048};
+const locus__tile_blocks locus__tile_compact = {48, 128, 2048};
 /* Floats of slack to align the scratch to a cache line. */
 #define ALIGN_FLOATS 16
 
@@ -22,15 +21,17 @@ static size_t min_size(size_t a, size_t b)
 
 /* Rounding a block up to whole panels of mr (nr) adds less than
  * LOCUS__MAX_MR (NR) rows (columns), whichever kernel runs. */
-static size_t a_floats(size_t rows, size_t k)
+static size_t a_floats(const locus__tile_blocks *b, size_t rows, size_t k)
 {
-    return (min_size(TILE_MC, rows) + LOCUS__MAX_MR) * min_size(TILE_KC, k);
+    return (min_size(b->mc, rows) + LOCUS__MAX_MR) * min_size(b->kc, k);
 }
 
-size_t locus__cpu_sgemm_scratch_floats(size_t rows, size_t cols, size_t k)
+size_t locus__cpu_sgemm_scratch_floats(const locus__tile_blocks *blocks,
+                                       size_t rows, size_t cols, size_t k)
 {
-    return a_floats(rows, k) +
-           min_size(TILE_KC, k) * (min_size(TILE_NC, cols) + LOCUS__MAX_NR) +
+    return a_floats(blocks, rows, k) +
+           min_size(blocks->kc, k) *
+               (min_size(blocks->nc, cols) + LOCUS__MAX_NR) +
            2 * ALIGN_FLOATS;
 }
 
@@ -41,7 +42,8 @@ static float *align_up(float *p)
     return (float *)((address + mask) & ~mask);
 }
 
-void locus__cpu_sgemm_tile(const locus__sgemm *g, size_t row_begin,
+void locus__cpu_sgemm_tile(const locus__sgemm *g,
+                           const locus__tile_blocks *blocks, size_t row_begin,
                            size_t row_end, size_t col_begin, size_t col_end,
                            float *scratch)
 {
@@ -57,12 +59,12 @@ void locus__cpu_sgemm_tile(const locus__sgemm *g, size_t row_begin,
     const locus__cpu_isa *isa = g->isa ? g->isa : locus__cpu_isa_best();
     size_t mr = isa->mr, nr = isa->nr;
     size_t rows = row_end - row_begin, cols = col_end - col_begin;
-    size_t mc = locus__sgemm_even_block(rows, TILE_MC / mr * mr, mr);
-    size_t kc = locus__sgemm_even_block(g->k, TILE_KC, 8);
-    size_t nc = locus__sgemm_even_block(cols, TILE_NC / nr * nr, nr);
+    size_t mc = locus__sgemm_even_block(rows, blocks->mc / mr * mr, mr);
+    size_t kc = locus__sgemm_even_block(g->k, blocks->kc, 8);
+    size_t nc = locus__sgemm_even_block(cols, blocks->nc / nr * nr, nr);
 
     float *ap = align_up(scratch);
-    float *bp = align_up(ap + a_floats(rows, g->k));
+    float *bp = align_up(ap + a_floats(blocks, rows, g->k));
     for (size_t jc = col_begin; jc < col_end; jc += nc) {
         size_t n_block = min_size(nc, col_end - jc);
         for (size_t pc = 0; pc < g->k; pc += kc) {

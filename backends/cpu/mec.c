@@ -69,11 +69,17 @@
  *
  * Column chunks. A GEMM's packed B block grows with its columns (KC x n
  * floats, up to 2 MiB in gemm_tile.c) and is per-worker workspace, so the
- * columns are cut into even chunks of at most MEC_MAX_COLUMNS (256): the
- * packed B block (256 KiB) and A block (144 KiB) then share a 512 KiB L2,
- * and the filter, packed again per chunk, is packed once per 256 columns
+ * columns are cut into even chunks of at most MEC_MAX_COLUMNS (256), and
+ * the filter, packed again per chunk, is packed once per 256 columns
  * where MEC had packed it once per output row. 512 and 1024 ran no faster
  * on the 56x56 layers and cost 0.4 and 1.1 MiB more.
+ *
+ * Compact blocks. The GEMM runs with gemm.h's compact cache blocks (48
+ * rows of A by 128 deep, against im2col's 144 by 256): 97 KiB of scratch
+ * per worker on the 3x3 256->256 layer at 14x14 instead of 290, which
+ * took MEC's workspace there from 54% of im2col's to 39% on two workers
+ * (35% on 16), for 5-10% more time on that layer (still 1.1-1.3x faster
+ * than im2col) and none on the others (docs/PERFORMANCE.md).
  *
  * Parallelism, as im2col: the images (or groups) are done one after the
  * other and the workers split the P output rows of each. A worker lowers
@@ -173,8 +179,8 @@ static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
     if (plan->group > 1 &&
         !locus__cpu_mul_size(pr->out_channels, plan->chunk, &plan->result))
         return 0;
-    plan->scratch =
-        locus__cpu_conv_gemm_scratch_floats(pr->out_channels, plan->chunk, rcs);
+    plan->scratch = locus__cpu_conv_gemm_scratch_floats(
+        LOCUS__CONV_GEMM_COMPACT, pr->out_channels, plan->chunk, rcs);
     /* Summed on top of one page, each step checked, so that rounding the
      * sum up to whole pages cannot wrap. */
     size_t part = page_floats;
@@ -382,16 +388,17 @@ static void mec_worker(void *arg, int rank, int ranks)
             if (plan->group == 1) {
                 /* Solution B: straight into the NCHW output rows. */
                 locus__cpu_conv_gemm_indexed(
-                    &pr->state->isa, k_count, j1 - j0, rcs, pr->filter, rcs,
-                    slab, rows, cols + j0,
+                    &pr->state->isa, LOCUS__CONV_GEMM_COMPACT, k_count, j1 - j0,
+                    rcs, pr->filter, rcs, slab, rows, cols + j0,
                     pr->output + n0 * k_count * pq + p0 * q_count + j0, pq,
                     scratch);
                 continue;
             }
             /* Solution A: every image's rows at once, then to NCHW. */
-            locus__cpu_conv_gemm_indexed(&pr->state->isa, k_count, j1 - j0, rcs,
-                                         pr->filter, rcs, slab, rows, cols + j0,
-                                         result, j1 - j0, scratch);
+            locus__cpu_conv_gemm_indexed(
+                &pr->state->isa, LOCUS__CONV_GEMM_COMPACT, k_count, j1 - j0,
+                rcs, pr->filter, rcs, slab, rows, cols + j0, result, j1 - j0,
+                scratch);
             scatter(pr, result, j1 - j0, j0, j1, width, n0, p0);
         }
     }

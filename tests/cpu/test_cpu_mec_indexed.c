@@ -80,19 +80,23 @@ static size_t column_table(columns_kind kind, size_t n, size_t run,
 /* One indexed product of m x n x k with its tables, against float64:
  * every element within (k + 2) u of the sum of |terms| (twice that
  * allowed), the columns of C past n left as poisoned. */
-static void check_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
+static void check_indexed(const locus__cpu_isa *isa,
+                          locus__conv_gemm_blocks blocks, size_t m, size_t n,
                           size_t k, columns_kind kind, size_t run)
 {
-    char what[160];
-    snprintf(what, sizeof what, "%s indexed m=%zu n=%zu k=%zu columns %s/%zu",
-             isa->sgemm_name, m, n, k, columns_names[kind], run);
+    char what[192];
+    snprintf(what, sizeof what,
+             "%s %s blocks indexed m=%zu n=%zu k=%zu columns %s/%zu",
+             isa->sgemm_name,
+             blocks == LOCUS__CONV_GEMM_COMPACT ? "compact" : "fast", m, n, k,
+             columns_names[kind], run);
     size_t *rows = malloc(k * sizeof *rows);
     size_t *cols = malloc(n * sizeof *cols);
     size_t lda = k + 3, ldc = n + 5;
     float *a = test_random_floats(m * lda);
     float *c = malloc(m * ldc * sizeof *c);
-    float *scratch =
-        malloc(locus__cpu_conv_gemm_scratch_floats(m, n, k) * sizeof(float));
+    float *scratch = malloc(
+        locus__cpu_conv_gemm_scratch_floats(blocks, m, n, k) * sizeof(float));
     float *b = NULL;
     if (!TEST_EXPECT(rows && cols && a && c && scratch, "%s: out of memory",
                      what))
@@ -109,8 +113,8 @@ static void check_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
     if (!TEST_EXPECT(b != NULL, "%s: out of memory", what))
         goto done;
     test_fill_nan(c, m * ldc);
-    locus__cpu_conv_gemm_indexed(isa, m, n, k, a, lda, b, rows, cols, c, ldc,
-                                 scratch);
+    locus__cpu_conv_gemm_indexed(isa, blocks, m, n, k, a, lda, b, rows, cols, c,
+                                 ldc, scratch);
     double tolerance = 2.0 * ((double)k + 2.0) * 0x1.0p-24, worst = 0.0;
     size_t worst_i = 0, worst_j = 0, untouched = 0;
     for (size_t i = 0; i < m; i++) {
@@ -145,8 +149,8 @@ static void check_indexed(const locus__cpu_isa *isa, size_t m, size_t n,
         float *stored = malloc(m * ldc * sizeof *stored);
         if (TEST_EXPECT(stored != NULL, "%s: out of memory", what)) {
             test_fill_nan(stored, m * ldc);
-            locus__cpu_conv_gemm(isa, m, n, k, a, lda, b, n, stored, ldc,
-                                 scratch);
+            locus__cpu_conv_gemm(isa, blocks, m, n, k, a, lda, b, n, stored,
+                                 ldc, scratch);
             size_t differ = 0;
             for (size_t i = 0; i < m; i++)
                 differ += memcmp(c + i * ldc, stored + i * ldc,
@@ -168,9 +172,11 @@ done:
 
 static void test_indexed(const locus__cpu_isa *isa)
 {
-    /* m: below and past a register tile's rows and the 144-row block;
-     * k: past the 256-deep block; n: below, at and past 16 and 32
-     * columns, past the MEC chunk. */
+    /* m: below and past a register tile's rows and the 48- and 144-row
+     * blocks; k: past the 128- and 256-deep blocks; n: below, at and past
+     * 16 and 32 columns, past the MEC chunk. Both blocks (MEC's compact,
+     * im2col's fast): each must give the stored B's bits with identity
+     * tables. */
     static const size_t shapes[][3] = {
         {1, 1, 1},    {7, 15, 9},    {13, 33, 27},  {6, 16, 5},
         {12, 32, 64}, {70, 98, 257}, {150, 65, 40}, {25, 300, 600},
@@ -179,8 +185,11 @@ static void test_indexed(const locus__cpu_isa *isa)
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         size_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
         for (int kind = COLUMNS_PLAIN; kind <= COLUMNS_REVERSED; kind++)
-            check_indexed(isa, m, n, k, (columns_kind)kind,
-                          kind == COLUMNS_ROWS ? runs[i % 4] : 0);
+            for (int b = LOCUS__CONV_GEMM_FAST; b <= LOCUS__CONV_GEMM_COMPACT;
+                 b++)
+                check_indexed(isa, (locus__conv_gemm_blocks)b, m, n, k,
+                              (columns_kind)kind,
+                              kind == COLUMNS_ROWS ? runs[i % 4] : 0);
     }
 }
 
