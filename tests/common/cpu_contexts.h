@@ -30,6 +30,17 @@ static inline int test_cpu_has_avx512f(void)
 #endif
 }
 
+/* Whether this CPU runs AVX2 and FMA code (the avx2 kernel table). */
+static inline int test_cpu_has_avx2_fma(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
 /* A context forced to isa (NULL: the best) on topology (NULL: this
  * machine) with a worker count (NULL: the default). When the CPU lacks a
  * forced isa, prints "skipping ISA: not supported" and returns NULL

@@ -591,16 +591,6 @@ static void test_api(const char *isa, const conv_case *cases, size_t count)
 
 /* ---- The tables ---- */
 
-static int cpu_has_avx2_fma(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
 /* A table with a direct kernel: whether this CPU runs it, the tiles the
  * expectations of parts 2 and 3 were worked out for (direct positions x
  * filters, the implicit GEMM's mr x nr), and those expectations. */
@@ -614,8 +604,8 @@ typedef struct direct_table {
 } direct_table;
 
 static const direct_table tables[] = {
-    {"avx2", cpu_has_avx2_fma, 6, 16, 6, 16, test_fits_avx2, api_cases_avx2,
-     COUNT(api_cases_avx2)},
+    {"avx2", test_cpu_has_avx2_fma, 6, 16, 6, 16, test_fits_avx2,
+     api_cases_avx2, COUNT(api_cases_avx2)},
     {"avx512", test_cpu_has_avx512f, 14, 32, 12, 32, test_fits_avx512,
      api_cases_avx512, COUNT(api_cases_avx512)},
 };

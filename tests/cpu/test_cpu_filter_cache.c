@@ -92,18 +92,8 @@ typedef struct cache_table {
     size_t side;
 } cache_table;
 
-static int cpu_has_avx2_fma(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
 static const cache_table cache_tables[] = {
-    {"avx2", cpu_has_avx2_fma, 12},
+    {"avx2", test_cpu_has_avx2_fma, 12},
     {"avx512", test_cpu_has_avx512f, 14},
 };
 #define CACHE_TABLES (sizeof cache_tables / sizeof *cache_tables)
