@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "transpose_avx2.h"
 
 #define TILE_FILTERS LOCUS__AVX2_DIRECT_FILTERS
 
@@ -29,35 +30,16 @@ static inline void store_transposed(__m256 r[8], float *out, size_t ldo,
                                     size_t positions, size_t filters,
                                     int accumulate)
 {
-    __m256 t[8], u[8];
-    for (int k = 0; k < 4; k++) {
-        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-    }
-    /* u[4k + m], 128-bit lane L: rows 4k..4k+3 of column 4L + m. */
-    for (int k = 0; k < 2; k++) {
-        u[4 * k + 0] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
-        u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0xee);
-        u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
-        u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xee);
-    }
+    __m256 col[8];
+    locus__transpose8x8_avx2(r, col);
     __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)positions), lane);
-    for (int m = 0; m < 4; m++) {
-        __m256 col[2] = {
-            _mm256_permute2f128_ps(u[m], u[4 + m], 0x20), /* column m */
-            _mm256_permute2f128_ps(u[m], u[4 + m], 0x31), /* column 4 + m */
-        };
-        for (int l = 0; l < 2; l++) {
-            size_t j = (size_t)(4 * l + m);
-            if (j >= filters)
-                continue;
-            float *o = out + j * ldo;
-            __m256 v = col[l];
-            if (accumulate)
-                v = _mm256_add_ps(v, _mm256_maskload_ps(o, mask));
-            _mm256_maskstore_ps(o, mask, v);
-        }
+    for (size_t j = 0; j < filters && j < 8; j++) {
+        float *o = out + j * ldo;
+        __m256 v = col[j];
+        if (accumulate)
+            v = _mm256_add_ps(v, _mm256_maskload_ps(o, mask));
+        _mm256_maskstore_ps(o, mask, v);
     }
 }
 

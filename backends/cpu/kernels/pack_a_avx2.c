@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "transpose_avx2.h"
 
 /* The scalar loop, for edge panels, other mr and the last kc % 8 steps;
  * rows past `rows` are zero. */
@@ -74,26 +75,13 @@ static inline void transpose6x8(float *d, size_t mr, const float *const *src,
 static inline void transpose8x8(float *d, size_t mr, const float *const *src,
                                 size_t p)
 {
-    __m256 r[8], t[8], u[8];
+    __m256 r[8], c[8];
     for (int i = 0; i < 8; i++)
         r[i] = _mm256_loadu_ps(src[i] + p);
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
-    }
+    locus__transpose8x8_avx2(r, c);
     d += p * mr;
-    for (int m = 0; m < 4; m++) {
-        _mm256_storeu_ps(d + (size_t)m * mr,
-                         _mm256_permute2f128_ps(u[m], u[4 + m], 0x20));
-        _mm256_storeu_ps(d + (size_t)(4 + m) * mr,
-                         _mm256_permute2f128_ps(u[m], u[4 + m], 0x31));
-    }
+    for (int j = 0; j < 8; j++)
+        _mm256_storeu_ps(d + (size_t)j * mr, c[j]);
 }
 
 /* Whole panels of a multiple of eight rows (the direct convolution's 32
