@@ -20,11 +20,12 @@
  * for the slowest to copy its share (30-40 us of a 0.5 ms call on two
  * Zen 5 cores).
  *
- * Work. Units are (filter group, image, output row), ordered row-major
- * (image, row, group) where the whole packed filter fits half of L2, so
- * that a band of input rows serves every group, and group-major
- * otherwise, so that a group's packed weights stay in L2 while a worker
- * walks the rows (choose_blocking). Each worker starts with an even,
+ * Work. Units are (filter group, image, output row), ordered row-blocked
+ * (image, block of a band's rows, group, row), so that a band of input
+ * rows serves every group and a tile's 32 planes are written in runs of
+ * a band's rows, or group-major (group, image, row), so that a group's
+ * packed weights stay in L2 while a worker walks the rows, whichever
+ * moves fewer bytes (choose_blocking). Each worker starts with an even,
  * contiguous share (services->split) and runs it from the front, a band
  * of up to BAND_ROWS output rows at a time (kept while the next units
  * need the same rows); then it takes half of the largest share left from
@@ -58,16 +59,17 @@
 typedef struct direct_plan {
     size_t positions, filters; /* the kernel's tile, TP x TF */
     size_t crs, pq;
-    size_t groups;    /* filter groups of `filters` */
-    size_t row_tiles; /* tiles per output row */
-    size_t depth;     /* depth block: all of crs unless L2 is short */
-    int row_major;    /* units (image, row, group), else (group, image, row) */
-    size_t chunks;    /* filter-packing pieces per group */
-    int copy;         /* rows copied into padded bands */
-    size_t band_out;  /* output rows per band, at most */
-    size_t band_rows; /* a band's input rows (padded coordinates) */
-    size_t wx;        /* floats per row as read */
-    size_t plane;     /* floats between two channels as read */
+    size_t groups;     /* filter groups of `filters` */
+    size_t row_tiles;  /* tiles per output row */
+    size_t depth;      /* depth block: all of crs unless L2 is short */
+    size_t block_rows; /* units (image, block of rows, group, row), else 0:
+                          (group, image, row) */
+    size_t chunks;     /* filter-packing pieces per group */
+    int copy;          /* rows copied into padded bands */
+    size_t band_out;   /* output rows per band, at most */
+    size_t band_rows;  /* a band's input rows (padded coordinates) */
+    size_t wx;         /* floats per row as read */
+    size_t plane;      /* floats between two channels as read */
     /* Workspace, in floats, each part in whole pages. */
     size_t filter_floats, offset_floats, state_floats;
     size_t band_floats; /* one worker's band */
@@ -203,12 +205,20 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
 }
 
 /* One group's packed filter block in half of L2 (the kernel streams it
- * once per tile), all of the depth where it fits; and the units' order:
- * row-major where the whole packed filter fits half of L2, so each band
- * of input rows is read once for all groups (on the 1x1 64->256 layer at
- * batch 8 the group-major order read the input 8 times, 49 MiB from
- * L3 and memory), group-major otherwise (each group's filter read once
- * per worker). */
+ * once per tile), all of the depth where it fits; and the units' order.
+ * Row-blocked order (image, block of band_out rows, group, row) copies
+ * each band of input rows once for every group and streams the whole
+ * packed filter once per block; group-major order (group, image, row)
+ * streams each group's filter once per worker and copies (or, read in
+ * place, reads) every band once per group. Row-blocked where the whole
+ * packed filter fits half of L2, so that streaming it is free, or where it
+ * moves fewer bytes, a copy counting twice (read and written). Measured
+ * on a 2-core Xeon (docs/PERFORMANCE.md): on the 1x1 64->256 layer at
+ * batch 8 the old (image, row, group) order, blocks of one row, wrote its
+ * 32-plane tiles to 256 interleaved planes, 7.8 ms; blocks of 16 rows
+ * write 32 planes' runs of 16 rows, 3.9 ms; on the 3x3 256->256 layer at
+ * 14x14, batch 8 (a band is the whole image), group-major copied every
+ * image's band once per group, 6.2 ms, row-blocked once, 5.3 ms. */
 static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)
 {
     const locus_services *sv = pr->state->services;
@@ -222,7 +232,14 @@ static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)
     plan->depth = most < 64 ? 64 : most;
     if (plan->depth >= plan->crs)
         plan->depth = plan->crs;
-    plan->row_major = plan->filter_floats * sizeof(float) <= l2 / 2;
+    /* Per band of rows; a band of the image read in place is its rows. */
+    double filter_bytes = (double)plan->filter_floats * sizeof(float);
+    double band_bytes = (double)plan->band_rows * (double)plan->wx *
+                        (double)pr->shape.channels * sizeof(float) *
+                        (plan->copy ? 2.0 : 1.0);
+    int blocked = filter_bytes <= (double)(l2 / 2) ||
+                  filter_bytes <= (double)plan->groups * band_bytes;
+    plan->block_rows = blocked ? plan->band_out : 0;
 }
 
 int locus__cpu_direct_fits(const locus__conv_problem *problem)
@@ -230,6 +247,16 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem)
     const locus__cpu_isa *isa = &problem->state->isa;
     direct_plan plan;
     if (!make_plan(problem, &plan))
+        return 0;
+    /* A 1x1 stride-1 layer: the implicit GEMM's input packing is a plain
+     * copy of image rows and its tiles store whole output rows, while the
+     * direct tile's transposed store (two 16 x 16 transposes, 32 masked
+     * stores into 32 planes) is a fifth of a 64-deep tile's work: on a
+     * 2-core Xeon the GEMM ran the 1x1 64->256 layer in 353 us against
+     * 390 (batch 1) and 3.1 ms against 3.9 (batch 8). */
+    const locus__conv_shape *sh = &problem->shape;
+    if (sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
+        sh->stride_w == 1)
         return 0;
     /* The direct kernel saves the implicit GEMM's packing of the input
      * (5-15% of its time, docs/PERFORMANCE.md), so it may waste a little
@@ -435,12 +462,18 @@ static void run_units(const direct_job *job, worker_band *wb, size_t u0,
          * that follow it in [u, u1) (count), and how far the worker's
          * rows of this image go (ahead). */
         size_t g, n, oh, count, ahead;
-        if (plan->row_major) {
-            g = u % groups;
-            n = u / groups / oh_count;
-            oh = u / groups % oh_count;
-            count = 1;
-            ahead = min_size(oh_count, oh + ceil_div(limit - u, groups));
+        if (plan->block_rows) {
+            /* Block b holds rows [first, first + rows) of image n, its
+             * units group by group. */
+            size_t per_image = groups * oh_count, rb = plan->block_rows;
+            n = u / per_image;
+            size_t first = u % per_image / (rb * groups) * rb;
+            size_t rows = min_size(rb, oh_count - first);
+            size_t in_block = u % per_image - first * groups;
+            g = in_block / rows;
+            oh = first + in_block % rows;
+            count = min_size(u1 - u, first + rows - oh);
+            ahead = first + rows;
         } else {
             g = u / per_group;
             n = u % per_group / oh_count;

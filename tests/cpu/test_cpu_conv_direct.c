@@ -281,6 +281,8 @@ static void expect_fits(const conv_case *cc, const char *isa, int expected)
 /* The layers the rule is checked on. */
 static const conv_case layer_3x3_56 = {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_1x1_56 = {1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0};
+static const conv_case layer_1x1_stride2 = {1, 64, 56, 56, 256, 1,
+                                            1, 2,  2,  0,  0};
 static const conv_case layer_stem = {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
 static const conv_case layer_3x3_14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
@@ -292,7 +294,10 @@ static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
  *   3x3 64->64 @56:  direct 56/56 * 64/64 = 1; GEMM PQ 3136 = 98 x 32,
  *                    64/72: 0.889, x 0.95 = 0.844. Fits.
  *   1x1 64->256 @56: direct 1 * 256/256 = 1; GEMM 1 * 256/264 = 0.970,
- *                    x 0.95 = 0.921. Fits.
+ *                    x 0.95 = 0.921, but 1x1 at stride 1: the implicit
+ *                    GEMM's (conv_direct.c says why). Does not fit.
+ *   1x1/2 64->256 @56: Q 28 = 2 x 14: direct 1; GEMM PQ 784 = 24.5 x 32,
+ *                    784/800 * 256/264 = 0.950 -> 0.903. Fits.
  *   7x7/2 3->64 @224 pad 3: Q 112 = 8 x 14: direct 1; GEMM PQ 12544 =
  *                    392 x 32, 64/72: 0.889 -> 0.844. Fits.
  *   3x3 256->256 @14: direct 14/14 * 1 = 1; GEMM 196/224 * 256/264 =
@@ -302,7 +307,8 @@ static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
 static void test_fits_avx512(void)
 {
     expect_fits(&layer_3x3_56, "avx512", 1);
-    expect_fits(&layer_1x1_56, "avx512", 1);
+    expect_fits(&layer_1x1_56, "avx512", 0);
+    expect_fits(&layer_1x1_stride2, "avx512", 1);
     expect_fits(&layer_stem, "avx512", 1);
     expect_fits(&layer_3x3_14, "avx512", 1);
     expect_fits(&layer_few, "avx512", 0);
@@ -509,14 +515,15 @@ static const conv_case api_cases_avx512[] = {
     {1, 16, 28, 28, 30, 3, 3, 2, 2, 1, 1},
     /* pad 0 read in place: 3x3 on rows of 16 (Q 14), C 1, batch 3 */
     {3, 1, 30, 16, 64, 3, 3, 1, 1, 0, 0},
-    /* pad 0 read in place: 1x1, Q 28 */
-    {3, 64, 28, 28, 64, 1, 1, 1, 1, 0, 0},
+    /* pad 0 read in place: 1x3, Q 28 (a 1x1 stride-1 layer goes to the
+     * implicit GEMM) */
+    {3, 64, 28, 30, 64, 1, 3, 1, 1, 0, 0},
     /* pad 0 read in place at strides 2 (1x1 and 3x3) and 3 (1x1) */
     {3, 32, 14, 28, 64, 1, 1, 2, 2, 0, 0},
     {1, 16, 20, 29, 64, 3, 3, 2, 2, 0, 0},
     {2, 32, 40, 40, 64, 1, 1, 3, 3, 0, 0},
-    /* pad 0 copied: a 1x1 row of 27 ends in a partial tile */
-    {1, 64, 10, 27, 32, 1, 1, 1, 1, 0, 0},
+    /* pad 0 copied: a 1x3 row of 27 ends in a partial tile */
+    {1, 64, 10, 29, 32, 1, 3, 1, 1, 0, 0},
     /* the 7x7 stride-2 pad-3 stem at a small size */
     {3, 3, 20, 28, 64, 7, 7, 2, 2, 3, 3},
     /* stride 3, pad 1, K 62 */
@@ -554,14 +561,14 @@ static const conv_case api_cases_avx2[] = {
     {1, 4, 56, 56, 16, 3, 3, 1, 1, 1, 1},
     /* pad 0 read in place: 3x3 on rows of 14 (Q 12), C 1, batch 3 */
     {3, 1, 30, 14, 64, 3, 3, 1, 1, 0, 0},
-    /* pad 0 read in place: 1x1, Q 30 */
-    {2, 64, 30, 30, 64, 1, 1, 1, 1, 0, 0},
+    /* pad 0 read in place: 1x3, Q 30 */
+    {2, 64, 30, 32, 64, 1, 3, 1, 1, 0, 0},
     /* pad 0 read in place at strides 2 (1x1 and 3x3) and 3 (1x1), Q 12 */
     {3, 32, 24, 24, 64, 1, 1, 2, 2, 0, 0},
     {1, 16, 21, 25, 64, 3, 3, 2, 2, 0, 0},
     {2, 32, 36, 34, 64, 1, 1, 3, 3, 0, 0},
-    /* pad 0 copied: a 1x1 row of 17 ends in a partial tile */
-    {1, 64, 16, 17, 32, 1, 1, 1, 1, 0, 0},
+    /* pad 0 copied: a 1x3 row of 17 ends in a partial tile */
+    {1, 64, 16, 19, 32, 1, 3, 1, 1, 0, 0},
     /* the 7x7 stride-2 pad-3 stem at a small size (Q 12) */
     {3, 3, 20, 24, 64, 7, 7, 2, 2, 3, 3},
     /* stride 3, pad 1, K 62, Q 17 */

@@ -58,17 +58,19 @@
 #include "test_buffers.h"
 #include "test_util.h"
 
-/* Three shapes on a side x side image, all of 32 x 144 filter floats: a
- * 3x3 layer whose input is copied into padded bands, a 1x1 layer read in
- * place, and a 3x1 layer (the same R as the first, another S and C). */
+/* Three shapes of side x side outputs, all of 32 x 144 filter floats: a
+ * 3x3 layer whose input is copied into padded bands, a 1x3 layer read in
+ * place (unpadded, on rows two wider; a 1x1 stride-1 layer would go to
+ * the implicit GEMM), and a 3x1 layer (the same R as the first, another
+ * S and C). */
 static conv_case shape_3x3(size_t side)
 {
     return (conv_case){1, 16, side, side, 32, 3, 3, 1, 1, 1, 1};
 }
 
-static conv_case shape_1x1(size_t side)
+static conv_case shape_1x3(size_t side)
 {
-    return (conv_case){1, 144, side, side, 32, 1, 1, 1, 1, 0, 0};
+    return (conv_case){1, 48, side, side + 2, 32, 1, 3, 1, 1, 0, 0};
 }
 
 static conv_case shape_3x1(size_t side)
@@ -77,7 +79,7 @@ static conv_case shape_3x1(size_t side)
 }
 
 /* A kernel table with a direct kernel, and the side of the images run
- * under it: a whole number of its tiles, so that the 1x1 layer's rows
+ * under it: a whole number of its tiles, so that the 1x3 layer's rows
  * are read in place, and the rule takes all three shapes. With 32
  * filters, the rule's arithmetic (test_cpu_conv_direct.c says how) is
  *   avx2, side 12 (2 tiles of 6): direct 12/12 * 32/32 = 1; the GEMM's
@@ -764,7 +766,7 @@ static void run_sequence(size_t side)
     locus_context *ctx = test_cpu_context(direct_isa, NULL, NULL);
     locus_context *other = test_cpu_context(direct_isa, NULL, NULL);
     TEST_EXPECT(ctx && other, "%s: no context", name);
-    const conv_case c3 = shape_3x3(side), c1 = shape_1x1(side),
+    const conv_case c3 = shape_3x3(side), c1 = shape_1x3(side),
                     c31 = shape_3x1(side);
     site s3 = {0}, s1 = {0}, s31 = {0};
     int opened = ctx && other && site_open(&s3, name, ctx, &c3) &&
