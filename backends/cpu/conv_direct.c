@@ -204,6 +204,22 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     return 1;
 }
 
+/* One worker's share of L2; DEFAULT_L2 where the topology does not say
+ * (or, in the unit tests' problems, there is no runtime to ask). */
+static size_t l2_per_worker(const locus__conv_problem *pr)
+{
+    const locus_services *sv = pr->state->services;
+    if (!sv)
+        return DEFAULT_L2;
+    size_t l2 = sv->cache_bytes(pr->state->runtime, 2);
+    int sharing = sv->cache_sharing(pr->state->runtime, 2);
+    if (l2 == 0)
+        l2 = DEFAULT_L2;
+    if (sharing > 1)
+        l2 /= (size_t)sharing;
+    return l2;
+}
+
 /* One group's packed filter block in half of L2 (the kernel streams it
  * once per tile), all of the depth where it fits; and the units' order.
  * Row-blocked order (image, block of band_out rows, group, row) copies
@@ -221,13 +237,7 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
  * image's band once per group, 6.2 ms, row-blocked once, 5.3 ms. */
 static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)
 {
-    const locus_services *sv = pr->state->services;
-    size_t l2 = sv->cache_bytes(pr->state->runtime, 2);
-    int sharing = sv->cache_sharing(pr->state->runtime, 2);
-    if (l2 == 0)
-        l2 = DEFAULT_L2;
-    if (sharing > 1)
-        l2 /= (size_t)sharing;
+    size_t l2 = l2_per_worker(pr);
     size_t most = l2 / 2 / (plan->filters * sizeof(float)) / 8 * 8;
     plan->depth = most < 64 ? 64 : most;
     if (plan->depth >= plan->crs)
@@ -248,15 +258,20 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem)
     direct_plan plan;
     if (!make_plan(problem, &plan))
         return 0;
-    /* A 1x1 stride-1 layer: the implicit GEMM's input packing is a plain
-     * copy of image rows and its tiles store whole output rows, while the
-     * direct tile's transposed store (two 16 x 16 transposes, 32 masked
-     * stores into 32 planes) is a fifth of a 64-deep tile's work: on a
-     * 2-core Xeon the GEMM ran the 1x1 64->256 layer in 353 us against
-     * 390 (batch 1) and 3.1 ms against 3.9 (batch 8). */
+    /* A 1x1 stride-1 layer whose output share does not fit a worker's L2:
+     * the direct tile stores into 32 planes at once, in pieces of a line
+     * and a half, which to memory ran at half the speed of the implicit
+     * GEMM's whole output rows (whose input packing is, at 1x1 stride 1,
+     * a plain copy). 1x1 64->256 @56, batch 8, 12.5 MiB of output a
+     * worker on a 2-core Xeon: direct 3.9 ms, GEMM 3.1; at 1.6 MiB a
+     * worker, inside L2, the direct kernel ran it 5-20% faster on the
+     * 16-core host and 10% slower on the 2-core Xeon (batch 1). */
     const locus__conv_shape *sh = &problem->shape;
     if (sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
-        sh->stride_w == 1)
+        sh->stride_w == 1 &&
+        (double)problem->batch * (double)problem->out_channels *
+                (double)plan.pq * sizeof(float) / (double)problem->workers >
+            (double)l2_per_worker(problem))
         return 0;
     /* The direct kernel saves the implicit GEMM's packing of the input
      * (5-15% of its time, docs/PERFORMANCE.md), so it may waste a little

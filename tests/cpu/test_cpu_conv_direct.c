@@ -283,6 +283,7 @@ static const conv_case layer_3x3_56 = {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_1x1_56 = {1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0};
 static const conv_case layer_1x1_stride2 = {1, 64, 56, 56, 256, 1,
                                             1, 2,  2,  0,  0};
+static const conv_case layer_1x1_small = {1, 64, 14, 14, 32, 1, 1, 1, 1, 0, 0};
 static const conv_case layer_stem = {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
 static const conv_case layer_3x3_14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
@@ -294,8 +295,12 @@ static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
  *   3x3 64->64 @56:  direct 56/56 * 64/64 = 1; GEMM PQ 3136 = 98 x 32,
  *                    64/72: 0.889, x 0.95 = 0.844. Fits.
  *   1x1 64->256 @56: direct 1 * 256/256 = 1; GEMM 1 * 256/264 = 0.970,
- *                    x 0.95 = 0.921, but 1x1 at stride 1: the implicit
- *                    GEMM's (conv_direct.c says why). Does not fit.
+ *                    x 0.95 = 0.921, but 1x1 at stride 1 with an output
+ *                    of 3.1 MiB a worker, over the L2 (256 KiB where
+ *                    there is no topology, as here): the implicit GEMM's
+ *                    (conv_direct.c says why). Does not fit.
+ *   1x1 64->32 @14: 25 KiB of output, inside L2; direct 1 * 32/32 = 1;
+ *                    GEMM 196/224 * 32/36 = 0.778 -> 0.739. Fits.
  *   1x1/2 64->256 @56: Q 28 = 2 x 14: direct 1; GEMM PQ 784 = 24.5 x 32,
  *                    784/800 * 256/264 = 0.950 -> 0.903. Fits.
  *   7x7/2 3->64 @224 pad 3: Q 112 = 8 x 14: direct 1; GEMM PQ 12544 =
@@ -309,6 +314,7 @@ static void test_fits_avx512(void)
     expect_fits(&layer_3x3_56, "avx512", 1);
     expect_fits(&layer_1x1_56, "avx512", 0);
     expect_fits(&layer_1x1_stride2, "avx512", 1);
+    expect_fits(&layer_1x1_small, "avx512", 1);
     expect_fits(&layer_stem, "avx512", 1);
     expect_fits(&layer_3x3_14, "avx512", 1);
     expect_fits(&layer_few, "avx512", 0);
@@ -515,8 +521,8 @@ static const conv_case api_cases_avx512[] = {
     {1, 16, 28, 28, 30, 3, 3, 2, 2, 1, 1},
     /* pad 0 read in place: 3x3 on rows of 16 (Q 14), C 1, batch 3 */
     {3, 1, 30, 16, 64, 3, 3, 1, 1, 0, 0},
-    /* pad 0 read in place: 1x3, Q 28 (a 1x1 stride-1 layer goes to the
-     * implicit GEMM) */
+    /* pad 0 read in place: 1x3, Q 28 (a 1x1 stride-1 layer's path
+     * depends on the machine's L2) */
     {3, 64, 28, 30, 64, 1, 3, 1, 1, 0, 0},
     /* pad 0 read in place at strides 2 (1x1 and 3x3) and 3 (1x1) */
     {3, 32, 14, 28, 64, 1, 1, 2, 2, 0, 0},

@@ -60,8 +60,8 @@
 
 /* Three shapes of side x side outputs, all of 32 x 144 filter floats: a
  * 3x3 layer whose input is copied into padded bands, a 1x3 layer read in
- * place (unpadded, on rows two wider; a 1x1 stride-1 layer would go to
- * the implicit GEMM), and a 3x1 layer (the same R as the first, another
+ * place (unpadded, on rows two wider; a 1x1 stride-1 layer's path depends
+ * on the machine's L2), and a 3x1 layer (the same R as the first, another
  * S and C). */
 static conv_case shape_3x3(size_t side)
 {
