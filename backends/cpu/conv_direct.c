@@ -264,7 +264,7 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem)
      * GEMM's whole output rows (whose input packing is, at 1x1 stride 1,
      * a plain copy). 1x1 64->256 @56, batch 8, 12.5 MiB of output a
      * worker on a 2-core Xeon: direct 3.9 ms, GEMM 3.1; at 1.6 MiB a
-     * worker, inside L2, the direct kernel ran it 5-20% faster on the
+     * worker, inside L2, the direct kernel ran it 4-18% faster on the
      * 16-core host and 10% slower on the 2-core Xeon (batch 1). */
     const locus__conv_shape *sh = &problem->shape;
     if (sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
@@ -478,8 +478,8 @@ static void run_units(const direct_job *job, worker_band *wb, size_t u0,
          * rows of this image go (ahead). */
         size_t g, n, oh, count, ahead;
         if (plan->block_rows) {
-            /* Block b holds rows [first, first + rows) of image n, its
-             * units group by group. */
+            /* The unit's block holds rows [first, first + rows) of image
+             * n, its units group by group. */
             size_t per_image = groups * oh_count, rb = plan->block_rows;
             n = u / per_image;
             size_t first = u % per_image / (rb * groups) * rb;
