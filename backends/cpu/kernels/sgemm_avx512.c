@@ -67,16 +67,18 @@ void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
            c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
            c110 = c00, c111 = c00;
 
-    /* The tile of C is needed once the loop ends: start bringing it in. */
-    for (int i = 0; i < MR; i++) {
-        _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (size_t)i * ldc + NR - 1), _MM_HINT_T0);
-    }
-
     /* One step per iteration, unrolled by the compiler: the hand-unrolled
-     * form made GCC copy accumulators between registers in the loop. */
+     * form made GCC copy accumulators between registers in the loop.
+     * The tile of C is needed once the loop ends: the first 2 MR steps
+     * each start bringing in one of its 2 MR lines. All 24 at once, before
+     * the loop, waited for line fill buffers: on a Xeon core, C 12 x 32
+     * tiles of rows 8 KiB apart (ldc 2048), 146 GFLOP/s against 158 with
+     * the prefetches spread (178 with C in L1). */
 #pragma GCC unroll 4
     for (size_t p = 0; p < kc; p++) {
+        if (p < 2 * MR)
+            _mm_prefetch((const char *)(c + (p >> 1) * ldc + (p & 1) * 16),
+                         _MM_HINT_T0);
         STEP(0);
         a += MR;
         b += NR;
