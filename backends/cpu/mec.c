@@ -67,6 +67,21 @@
  * the noise of B (14.6 to 17.0 ms against 15.7) for twice the workspace,
  * so B, which keeps MEC's memory below im2col's there.
  *
+ * Shared lowering. Where solution A would need more workspace than
+ * im2col (batch 8 of the 3x3 256->256 layer at 14x14 on 16 workers: each
+ * worker has one output row, so A lowers 5 images' bands per worker, 140%
+ * of im2col's), MEC splits the filters instead: the workers form
+ * `round_images` teams of `filter_ways`, each team one image of the
+ * round, each member a K / filter_ways share of the filters over all of
+ * the image's P * Q columns. The team lowers its image once, into L
+ * shared by its members, one padded input row at a time as pieces
+ * (pieces.h: claimed, lowered, waited for; no barrier), and each member
+ * multiplies its filter rows by the whole of L. A round is one job of
+ * the pool, so the next round may lower into the same L. filter_ways is
+ * the largest divisor of the worker count that leaves each member at
+ * least MEC_SHARED_FILTERS filters (two or three register tiles, so the
+ * GEMM keeps its efficiency), and the round's images are the rest.
+ *
  * Column chunks. A GEMM's packed B block grows with its columns (KC x n
  * floats, up to 2 MiB in gemm_tile.c) and is per-worker workspace, so the
  * columns are cut into even chunks of at most MEC_MAX_COLUMNS (256), and
@@ -101,6 +116,7 @@
 #include "mec.h"
 
 #include "conv_gemm.h"
+#include "pieces.h"
 
 /* Columns of one image's GEMM below which solution A batches images. */
 #define MEC_MIN_COLUMNS 64
@@ -112,6 +128,12 @@
 /* Floats from a worker part's start to its slab: the tables, rounded to a
  * cache line. */
 #define MEC_LINE_FLOATS 16
+/* Fewest filters a member of a shared-lowering team multiplies. */
+#define MEC_SHARED_FILTERS 32
+/* Most columns of one GEMM call in the shared mode: its B blocks are the
+ * per-worker scratch (a third of it at 256 columns on 3x3 256-channel
+ * layers), and each call repacks only K / filter_ways filter rows. */
+#define MEC_SHARED_COLUMNS 64
 
 typedef struct mec_plan {
     size_t group;     /* images per GEMM: 1 is solution B */
@@ -123,7 +145,13 @@ typedef struct mec_plan {
     size_t result;    /* floats of solution-A GEMM result per worker */
     size_t scratch;   /* floats of GEMM scratch per worker */
     size_t stride;    /* floats between two workers' parts: whole pages */
-    size_t bytes;     /* all of it */
+    /* The shared mode (filter_ways > 0; group is then 1, band_rows,
+     * columns and slab unused): */
+    size_t filter_ways;  /* workers per image */
+    size_t round_images; /* images lowered at once, one per team */
+    size_t lowered;      /* floats of one image's L, whole pages */
+    size_t states;       /* floats holding the rounds' piece states */
+    size_t bytes;        /* all of it */
 } mec_plan;
 
 static size_t min_size(size_t a, size_t b)
@@ -145,9 +173,10 @@ static size_t chunk_columns(size_t n)
     return min_size(n, even);
 }
 
-/* Returns 0 when a count overflows. Every product below is checked, so the
- * drivers may compute any of them unchecked afterwards. */
-static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
+/* Solutions A and B. Returns 0 when a count overflows. Every product
+ * below is checked, so the drivers may compute any of them unchecked
+ * afterwards. */
+static int make_row_plan(const locus__conv_problem *pr, mec_plan *plan)
 {
     const locus__conv_shape *sh = &pr->shape;
     size_t page_floats = pr->state->page_size / sizeof(float);
@@ -202,6 +231,79 @@ static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
     return 1;
 }
 
+/* The shared mode's plan for `ways` workers per image; 0 when a count
+ * overflows. */
+static int make_shared_plan(const locus__conv_problem *pr, size_t ways,
+                            mec_plan *plan)
+{
+    const locus__conv_shape *sh = &pr->shape;
+    size_t page_floats = pr->state->page_size / sizeof(float);
+    memset(plan, 0, sizeof *plan);
+    plan->group = 1;
+    plan->filter_ways = ways;
+    plan->round_images = min_size((size_t)pr->workers / ways, pr->batch);
+    size_t hp = sh->height + 2 * sh->pad_h, cs, rcs, pq, table_bytes, states;
+    if (!locus__cpu_mul_size(sh->channels, sh->kernel_w, &cs) ||
+        !locus__cpu_mul_size(cs, sh->kernel_h, &rcs) ||
+        !locus__cpu_mul_size(sh->out_h, sh->out_w, &pq) ||
+        !locus__cpu_mul_size(hp, cs, &plan->lowered) ||
+        !locus__cpu_mul_size(plan->lowered, sh->out_w, &plan->lowered) ||
+        plan->lowered > SIZE_MAX / 2 - page_floats || pq > SIZE_MAX - rcs ||
+        !locus__cpu_mul_size(rcs + pq, sizeof(size_t), &table_bytes) ||
+        !locus__cpu_mul_size(plan->round_images, hp, &states) ||
+        states > SIZE_MAX / 2 / sizeof(atomic_int))
+        return 0;
+    plan->lowered = round_up(plan->lowered, page_floats);
+    plan->states = round_up((states * sizeof(atomic_int) + sizeof(float) - 1) /
+                                sizeof(float),
+                            page_floats);
+    plan->chunk = min_size(pq, MEC_SHARED_COLUMNS);
+    plan->tables = round_up((table_bytes + sizeof(float) - 1) / sizeof(float),
+                            MEC_LINE_FLOATS);
+    size_t filters = (pr->out_channels + ways - 1) / ways;
+    plan->scratch = locus__cpu_conv_gemm_scratch_floats(
+        LOCUS__CONV_GEMM_COMPACT, filters, plan->chunk, rcs);
+    if (plan->scratch > SIZE_MAX / 4 - plan->tables)
+        return 0;
+    plan->stride = round_up(plan->tables + plan->scratch, page_floats);
+    size_t floats, parts;
+    if (!locus__cpu_mul_size(plan->lowered, plan->round_images, &floats) ||
+        !locus__cpu_mul_size(plan->stride, (size_t)pr->workers, &parts) ||
+        floats > SIZE_MAX / 4 - parts - plan->states ||
+        !locus__cpu_mul_size(floats + parts + plan->states, sizeof(float),
+                             &plan->bytes))
+        return 0;
+    return 1;
+}
+
+/* Solution A or B, or the shared mode where A would need more than
+ * im2col's workspace and the filters can be split (see the top). */
+static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
+{
+    if (!make_row_plan(pr, plan))
+        return 0;
+    size_t im2col;
+    if (plan->group == 1 || !locus__cpu_im2col_workspace(pr, &im2col) ||
+        plan->bytes <= im2col)
+        return 1;
+    size_t ways = 0;
+    for (size_t d = 2; d <= (size_t)pr->workers; d++)
+        if ((size_t)pr->workers % d == 0 &&
+            pr->out_channels / d >= MEC_SHARED_FILTERS)
+            ways = d;
+    mec_plan shared;
+    if (ways && make_shared_plan(pr, ways, &shared) &&
+        shared.bytes < plan->bytes)
+        *plan = shared;
+    return 1;
+}
+
+size_t locus__cpu_mec_filter_ways(const locus__conv_problem *problem)
+{
+    mec_plan plan;
+    return make_plan(problem, &plan) ? plan.filter_ways : 0;
+}
+
 int locus__cpu_mec_workspace(const locus__conv_problem *problem, size_t *bytes)
 {
     mec_plan plan;
@@ -222,6 +324,10 @@ typedef struct mec_job {
     const locus_services *services;
     mec_plan plan;
     float *parts; /* the workers' parts, plan.stride floats apart */
+    /* The shared mode: */
+    float *lowered;     /* round_images of L, plan.lowered floats apart */
+    atomic_int *states; /* per image of the round, a state per padded row */
+    size_t first_image; /* the round's */
 } mec_job;
 
 /* The output columns q whose tap s falls inside the image: [lo, hi). */
@@ -404,6 +510,81 @@ static void mec_worker(void *arg, int rank, int ranks)
     }
 }
 
+/* The shared mode's worker: member `way` of team `team` (see the top). */
+static void shared_worker(void *arg, int rank, int ranks)
+{
+    (void)ranks;
+    const mec_job *job = arg;
+    const mec_plan *plan = &job->plan;
+    const locus__conv_problem *pr = job->problem;
+    const locus__conv_shape *sh = &pr->shape;
+    size_t team = (size_t)rank / plan->filter_ways,
+           way = (size_t)rank % plan->filter_ways;
+    size_t n = job->first_image + team;
+    if (team >= plan->round_images || n >= pr->batch)
+        return;
+    size_t hp = sh->height + 2 * sh->pad_h, q_count = sh->out_w;
+    size_t cs = sh->channels * sh->kernel_w, rcs = sh->kernel_h * cs;
+    size_t image_size = sh->channels * sh->height * sh->width;
+    size_t pq = sh->out_h * q_count, k_count = pr->out_channels;
+    const float *image = pr->input + n * image_size;
+    float *lowered = job->lowered + team * plan->lowered;
+    atomic_int *states = job->states + team * hp;
+
+    /* The image's L, padded row by padded row, starting a share apart. */
+    for (size_t count = 0, h = way * hp / plan->filter_ways; count < hp;
+         count++, h = h + 1 == hp ? 0 : h + 1) {
+        if (!locus__piece_claim(&states[h]))
+            continue;
+        account_band(job, image, image_size, 1, h, h + 1);
+        lower_band(sh, image, image_size, 1, h, h + 1,
+                   lowered + h * cs * q_count, q_count);
+        locus__piece_done(&states[h]);
+    }
+    locus__pieces_wait(states, 0, hp);
+
+    size_t k0, k1;
+    job->services->split(k_count, 1, (int)way, (int)plan->filter_ways, &k0,
+                         &k1);
+    if (k0 >= k1)
+        return;
+    float *part = job->parts + (size_t)rank * plan->stride;
+    size_t *rows = (size_t *)(void *)part, *cols = rows + rcs;
+    float *scratch = part + plan->tables;
+    fill_tables(sh, q_count, 1, sh->out_h, rows, cols);
+    job->services->account_read(pr->op, pr->filter + k0 * rcs,
+                                (k1 - k0) * rcs * sizeof(float));
+    for (size_t j0 = 0; j0 < pq; j0 += plan->chunk) {
+        size_t j1 = min_size(pq, j0 + plan->chunk);
+        locus__cpu_conv_gemm_indexed(
+            &pr->state->isa, LOCUS__CONV_GEMM_COMPACT, k1 - k0, j1 - j0, rcs,
+            pr->filter + k0 * rcs, rcs, lowered, rows, cols + j0,
+            pr->output + (n * k_count + k0) * pq + j0, pq, scratch);
+    }
+}
+
+/* The shared mode: one job per round of images. */
+static locus_status run_shared(mec_job *job, float *workspace)
+{
+    const locus__conv_problem *pr = job->problem;
+    const mec_plan *plan = &job->plan;
+    size_t hp = pr->shape.height + 2 * pr->shape.pad_h;
+    job->lowered = workspace;
+    job->states =
+        (atomic_int *)(void *)(workspace + plan->lowered * plan->round_images);
+    job->parts = workspace + plan->lowered * plan->round_images + plan->states;
+    locus_status status = LOCUS_SUCCESS;
+    for (size_t n0 = 0; n0 < pr->batch && status == LOCUS_SUCCESS;
+         n0 += plan->round_images) {
+        for (size_t i = 0; i < plan->round_images * hp; i++)
+            atomic_init(&job->states[i], LOCUS__PIECE_FREE);
+        job->first_image = n0;
+        status = locus__cpu_run(pr->state, pr->node, locus__conv_is_tiny(pr),
+                                shared_worker, job);
+    }
+    return status;
+}
+
 locus_status locus__cpu_conv2d_mec(const locus__conv_problem *problem)
 {
     const locus__cpu_state *s = problem->state;
@@ -427,9 +608,14 @@ locus_status locus__cpu_conv2d_mec(const locus__conv_problem *problem)
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
-    job.parts = workspace;
-    locus_status status = locus__cpu_run(
-        s, problem->node, locus__conv_is_tiny(problem), mec_worker, &job);
+    locus_status status;
+    if (job.plan.filter_ways) {
+        status = run_shared(&job, workspace);
+    } else {
+        job.parts = workspace;
+        status = locus__cpu_run(s, problem->node, locus__conv_is_tiny(problem),
+                                mec_worker, &job);
+    }
 
     services->host_free(s->runtime, workspace, job.plan.bytes);
     return status;

@@ -5,7 +5,9 @@
  * shuffled columns (gathered), including panels whose first and last
  * offsets are nr - 1 apart without being consecutive; then the identity
  * tables bit for bit against the stored B. Then MEC's choice between its
- * solutions A and B on shapes of known worker counts, each shape run
+ * solutions A and B and its shared-lowering mode: the issue's 3x3
+ * 256->256 layer at batch 8 by its plans on 2 and 16 workers, and shapes
+ * of known worker counts, each shape run
  * through the public API on a synthetic machine of that many cores under
  * every kernel set: the output against the direct float64 loop, poisoned
  * beforehand, and the workspace the record reports against
@@ -198,6 +200,7 @@ typedef struct mec_case {
     conv_case cc;
     int workers;
     size_t group; /* images per GEMM the rule must choose: 1 is B */
+    size_t ways;  /* workers per image of the shared mode; 0: A or B */
 } mec_case;
 
 /* Runs MEC on cc in ctx (forced to mc->workers threads), checks it
@@ -217,6 +220,10 @@ static void run_mec(locus_context *ctx, const char *isa, const mec_case *mc)
     TEST_EXPECT(group == mc->group,
                 "%s: %zu images per GEMM, expected %zu (solution %s)", what,
                 group, mc->group, mc->group == 1 ? "B" : "A");
+    size_t ways = locus__cpu_mec_filter_ways(&pr);
+    TEST_EXPECT(ways == mc->ways,
+                "%s: %zu workers per image in the shared mode, expected %zu",
+                what, ways, mc->ways);
     TEST_EXPECT(locus__cpu_mec_workspace(&pr, &expected) && expected > 0,
                 "%s: no workspace size", what);
 
@@ -261,30 +268,70 @@ done:
 /* Columns per worker and image: rows = ceil(P / workers) times Q; B from
  * 64, else A with ceil(64 / columns) images, at most the batch. */
 static const mec_case mec_cases[] = {
-    /*  n  c   h   w   k  r  s sh sw ph pw   workers group */
+    /*  n  c   h   w   k  r  s sh sw ph pw   workers group ways */
     /* B: 7 rows of 14 per worker, K = 13 not a multiple of any tile */
-    {{8, 4, 14, 14, 13, 3, 3, 1, 1, 1, 1}, 2, 1},
+    {{8, 4, 14, 14, 13, 3, 3, 1, 1, 1, 1}, 2, 1, 0},
     /* B: batch 1, short rows */
-    {{1, 2, 5, 6, 9, 3, 3, 1, 1, 1, 1}, 3, 1},
+    {{1, 2, 5, 6, 9, 3, 3, 1, 1, 1, 1}, 3, 1, 0},
     /* B: 20 rows of 45, 900 columns in 4 chunks */
-    {{2, 3, 40, 45, 7, 3, 3, 1, 1, 1, 1}, 2, 1},
+    {{2, 3, 40, 45, 7, 3, 3, 1, 1, 1, 1}, 2, 1, 0},
     /* B: stride 2, 5x3 kernel, 7 rows of 10 per worker */
-    {{2, 3, 27, 19, 11, 5, 3, 2, 2, 1, 1}, 2, 1},
+    {{2, 3, 27, 19, 11, 5, 3, 2, 2, 1, 1}, 2, 1, 0},
     /* B: C = 1, 9 rows of 9 */
-    {{3, 1, 20, 11, 7, 3, 3, 1, 1, 0, 0}, 2, 1},
+    {{3, 1, 20, 11, 7, 3, 3, 1, 1, 0, 0}, 2, 1, 0},
     /* A: 4 rows of 7 = 28 columns, 3 images, 5 = 3 + 2 */
-    {{5, 3, 7, 7, 10, 3, 3, 1, 1, 1, 1}, 2, 3},
+    {{5, 3, 7, 7, 10, 3, 3, 1, 1, 1, 1}, 2, 3, 0},
     /* A: R = 1, one worker, 6 rows of 5 = 30 columns, the batch of 3 */
-    {{3, 2, 6, 5, 7, 1, 3, 1, 1, 0, 1}, 1, 3},
+    {{3, 2, 6, 5, 7, 1, 3, 1, 1, 0, 1}, 1, 3, 0},
     /* A: C = 1, stride 2, 3 rows of 8 = 24 columns, 4 = 3 + 1 */
-    {{4, 1, 9, 8, 11, 5, 3, 2, 1, 2, 1}, 2, 3},
+    {{4, 1, 9, 8, 11, 5, 3, 2, 1, 2, 1}, 2, 3, 0},
     /* A: more workers than output rows (3 of 4 busy), 1 row of 11 */
-    {{3, 3, 3, 11, 6, 3, 3, 1, 1, 1, 1}, 4, 3},
+    {{3, 3, 3, 11, 6, 3, 3, 1, 1, 1, 1}, 4, 3, 0},
     /* A: 1x1 stride 2, 2 rows of 4 per worker, 8 images */
-    {{9, 5, 7, 7, 13, 1, 1, 2, 2, 0, 0}, 2, 8},
+    {{9, 5, 7, 7, 13, 1, 1, 2, 2, 0, 0}, 2, 8, 0},
     /* A: 5 rows of 12 = 60 columns: 2 images */
-    {{6, 7, 9, 12, 19, 3, 3, 1, 1, 1, 1}, 2, 2},
+    {{6, 7, 9, 12, 19, 3, 3, 1, 1, 1, 1}, 2, 2, 0},
+    /* Shared lowering where A's bands would exceed im2col's workspace
+     * (4 workers, 2 rows of 7 each, A with 5 images): teams of 2 with 32
+     * filters each, 2 images a round, 3 rounds (the last with one team
+     * idle) */
+    {{5, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1}, 4, 1, 2},
+    /* K 100 split 50 / 50; batch 3: the second round's one image */
+    {{3, 256, 7, 7, 100, 3, 3, 1, 1, 1, 1}, 4, 1, 2},
+    /* stride 2, a 5x3 kernel, K 70 split 35 / 35 */
+    {{3, 160, 9, 7, 70, 5, 3, 2, 2, 1, 1}, 4, 1, 2},
 };
+
+/* The issue's layer, 3x3 256 -> 256 at 14x14, batch 8, by the plans
+ * alone (a run would take seconds under the sanitizers): on 16 workers
+ * (one output row each) solution A would lower 5 images' bands per
+ * worker, 140% of im2col's workspace; the shared mode takes teams of 8
+ * and stays within the issue's 40%. On 2 workers (7 rows each) B. */
+static void test_shared_rule(void)
+{
+    const conv_case layer = {8, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
+    static const struct {
+        int workers;
+        size_t ways;
+    } plans[] = {{16, 8}, {2, 0}};
+    for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+        locus__cpu_state state;
+        locus__conv_problem pr =
+            test_conv_problem(&layer, NULL, plans[i].workers, &state);
+        size_t mec = 0, im2col = 0;
+        size_t ways = locus__cpu_mec_filter_ways(&pr);
+        TEST_EXPECT(ways == plans[i].ways,
+                    "3x3 256->256 @14 batch 8, %d workers: %zu workers per "
+                    "image in the shared mode, expected %zu",
+                    plans[i].workers, ways, plans[i].ways);
+        TEST_EXPECT(locus__cpu_mec_workspace(&pr, &mec) &&
+                        locus__cpu_im2col_workspace(&pr, &im2col) &&
+                        (double)mec <= 0.4 * (double)im2col,
+                    "3x3 256->256 @14 batch 8, %d workers: mec workspace %zu "
+                    "bytes, over 40%% of im2col's %zu",
+                    plans[i].workers, mec, im2col);
+    }
+}
 
 static void test_solutions(const char *isa)
 {
@@ -328,6 +375,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         test_indexed(&isa);
     }
+    test_shared_rule();
     for (size_t i = 0; i < TEST_CPU_ISA_COUNT; i++)
         test_solutions(test_cpu_isas[i]);
     printf("%s: %d failure(s)\n", argv[0], test_failures());
