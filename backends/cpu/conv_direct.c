@@ -488,7 +488,10 @@ static void run_units(const direct_job *job, worker_band *wb, size_t u0,
             g = in_block / rows;
             oh = first + in_block % rows;
             count = min_size(u1 - u, first + rows - oh);
-            ahead = first + rows;
+            /* The band reaches to the block's end only if the worker's
+             * units go on to another group of it (which restarts at the
+             * block's first row). */
+            ahead = min_size(first + rows, oh + (limit - u));
         } else {
             g = u / per_group;
             n = u % per_group / oh_count;
