@@ -1,6 +1,7 @@
 /* Pieces of a shared workspace that a compute job's workers prepare
  * themselves (the implicit GEMM's and the direct convolution's packed
- * filter: conv_implicit.c says why not in a job of its own). Each piece
+ * filter, MEC's lowering shared by a team: conv_implicit.c says why not
+ * in a job of its own). Each piece
  * has an atomic state: a worker claims a free piece and prepares it, then
  * waits for the pieces others claimed. A claimed piece is always being
  * prepared by a running worker that waits for nothing, so this cannot
