@@ -281,8 +281,7 @@ static void expect_fits(const conv_case *cc, const char *isa, int expected)
 /* The layers the rule is checked on. */
 static const conv_case layer_3x3_56 = {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_1x1_56 = {1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0};
-static const conv_case layer_1x1_stride2 = {1, 64, 56, 56, 256, 1,
-                                            1, 2,  2,  0,  0};
+static const conv_case layer_1x1_s2 = {1, 64, 56, 56, 256, 1, 1, 2, 2, 0, 0};
 static const conv_case layer_1x1_small = {1, 64, 14, 14, 32, 1, 1, 1, 1, 0, 0};
 static const conv_case layer_stem = {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
 static const conv_case layer_3x3_14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
@@ -313,7 +312,7 @@ static void test_fits_avx512(void)
 {
     expect_fits(&layer_3x3_56, "avx512", 1);
     expect_fits(&layer_1x1_56, "avx512", 0);
-    expect_fits(&layer_1x1_stride2, "avx512", 1);
+    expect_fits(&layer_1x1_s2, "avx512", 1);
     expect_fits(&layer_1x1_small, "avx512", 1);
     expect_fits(&layer_stem, "avx512", 1);
     expect_fits(&layer_3x3_14, "avx512", 1);
