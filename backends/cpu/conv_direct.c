@@ -59,17 +59,17 @@
 typedef struct direct_plan {
     size_t positions, filters; /* the kernel's tile, TP x TF */
     size_t crs, pq;
-    size_t groups;     /* filter groups of `filters` */
-    size_t row_tiles;  /* tiles per output row */
-    size_t depth;      /* depth block: all of crs unless L2 is short */
-    size_t block_rows; /* units (image, block of rows, group, row), else 0:
-                          (group, image, row) */
-    size_t chunks;     /* filter-packing pieces per group */
-    int copy;          /* rows copied into padded bands */
-    size_t band_out;   /* output rows per band, at most */
-    size_t band_rows;  /* a band's input rows (padded coordinates) */
-    size_t wx;         /* floats per row as read */
-    size_t plane;      /* floats between two channels as read */
+    size_t groups;    /* filter groups of `filters` */
+    size_t row_tiles; /* tiles per output row */
+    size_t depth;     /* depth block: all of crs unless L2 is short */
+    int row_blocked;  /* units (image, band_out rows, group, row), else
+                         (group, image, row) */
+    size_t chunks;    /* filter-packing pieces per group */
+    int copy;         /* rows copied into padded bands */
+    size_t band_out;  /* output rows per band, at most */
+    size_t band_rows; /* a band's input rows (padded coordinates) */
+    size_t wx;        /* floats per row as read */
+    size_t plane;     /* floats between two channels as read */
     /* Workspace, in floats, each part in whole pages. */
     size_t filter_floats, offset_floats, state_floats;
     size_t band_floats; /* one worker's band */
@@ -247,9 +247,8 @@ static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)
     double band_bytes = (double)plan->band_rows * (double)plan->wx *
                         (double)pr->shape.channels * sizeof(float) *
                         (plan->copy ? 2.0 : 1.0);
-    int blocked = filter_bytes <= (double)(l2 / 2) ||
-                  filter_bytes <= (double)plan->groups * band_bytes;
-    plan->block_rows = blocked ? plan->band_out : 0;
+    plan->row_blocked = filter_bytes <= (double)(l2 / 2) ||
+                        filter_bytes <= (double)plan->groups * band_bytes;
 }
 
 int locus__cpu_direct_fits(const locus__conv_problem *problem)
@@ -286,22 +285,6 @@ size_t locus__cpu_direct_workspace(const locus__conv_problem *problem)
     return make_plan(problem, &plan) ? plan.bytes : 0;
 }
 
-/* Claims and packs the free pieces among states[0..count) (pieces.h),
- * from `from` on cyclically, then waits for the ones others claimed. */
-static void prepare(const direct_job *job, atomic_int *states, size_t count,
-                    size_t from, size_t base,
-                    void (*make)(const direct_job *, size_t))
-{
-    for (size_t n = 0, i = from; n < count;
-         n++, i = i + 1 == count ? 0 : i + 1) {
-        if (!locus__piece_claim(&states[i]))
-            continue;
-        make(job, base + i);
-        locus__piece_done(&states[i]);
-    }
-    locus__pieces_wait(states, 0, count);
-}
-
 /* Where original depth step p = (c, r, s) goes in a tap-major packing:
  * order (r, c, s), so that the taps of one filter row r are contiguous
  * and an output row whose top or bottom taps fall in the padding skips
@@ -321,8 +304,9 @@ static size_t tap_major(const locus__conv_shape *sh, size_t p)
  * a tenth of a call on the 256-channel layer, so only a packing the
  * cache keeps (filter_cache.c) is tap-major. */
 #define TRANSPOSE_STEPS 64
-static void pack_filter_piece(const direct_job *job, size_t piece)
+static void pack_filter_piece(const void *context, size_t piece)
 {
+    const direct_job *job = context;
     const locus__conv_problem *pr = job->problem;
     const direct_plan *plan = &job->plan;
     const locus__cpu_isa *isa = &pr->state->isa;
@@ -477,10 +461,10 @@ static void run_units(const direct_job *job, worker_band *wb, size_t u0,
          * that follow it in [u, u1) (count), and how far the worker's
          * rows of this image go (ahead). */
         size_t g, n, oh, count, ahead;
-        if (plan->block_rows) {
+        if (plan->row_blocked) {
             /* The unit's block holds rows [first, first + rows) of image
              * n, its units group by group. */
-            size_t per_image = groups * oh_count, rb = plan->block_rows;
+            size_t per_image = groups * oh_count, rb = plan->band_out;
             n = u / per_image;
             size_t first = u % per_image / (rb * groups) * rb;
             size_t rows = min_size(rb, oh_count - first);
@@ -501,9 +485,10 @@ static void run_units(const direct_job *job, worker_band *wb, size_t u0,
             ahead = min_size(limit, image_end) - (u - oh);
         }
         if (g != prepared) {
-            prepare(job, job->filter_states + g * plan->chunks, plan->chunks,
-                    plan->chunks * (size_t)rank / (size_t)ranks,
-                    g * plan->chunks, pack_filter_piece);
+            locus__pieces_prepare(job->filter_states, g * plan->chunks,
+                                  plan->chunks,
+                                  plan->chunks * (size_t)rank / (size_t)ranks,
+                                  pack_filter_piece, job);
             prepared = g;
         }
         for (size_t o = oh; o < oh + count; o += plan->band_out)

@@ -512,6 +512,24 @@ static void mec_worker(void *arg, int rank, int ranks)
     }
 }
 
+/* One padded input row of a team's image, lowered into its shared L. */
+typedef struct shared_image {
+    const mec_job *job;
+    const float *image;
+    float *lowered;
+} shared_image;
+
+static void lower_row(const void *context, size_t h)
+{
+    const shared_image *si = context;
+    const locus__conv_shape *sh = &si->job->problem->shape;
+    size_t image_size = sh->channels * sh->height * sh->width;
+    account_band(si->job, si->image, image_size, 1, h, h + 1);
+    lower_band(sh, si->image, image_size, 1, h, h + 1,
+               si->lowered + h * sh->channels * sh->kernel_w * sh->out_w,
+               sh->out_w);
+}
+
 /* The shared mode's worker: member `way` of team `team` (see the top). */
 static void shared_worker(void *arg, int rank, int ranks)
 {
@@ -533,17 +551,10 @@ static void shared_worker(void *arg, int rank, int ranks)
     float *lowered = job->lowered + team * plan->lowered;
     atomic_int *states = job->states + team * hp;
 
-    /* The image's L, padded row by padded row, starting a share apart. */
-    for (size_t count = 0, h = way * hp / plan->filter_ways; count < hp;
-         count++, h = h + 1 == hp ? 0 : h + 1) {
-        if (!locus__piece_claim(&states[h]))
-            continue;
-        account_band(job, image, image_size, 1, h, h + 1);
-        lower_band(sh, image, image_size, 1, h, h + 1,
-                   lowered + h * cs * q_count, q_count);
-        locus__piece_done(&states[h]);
-    }
-    locus__pieces_wait(states, 0, hp);
+    /* The image's L, padded row by padded row, a share apart. */
+    shared_image si = {job, image, lowered};
+    locus__pieces_prepare(states, 0, hp, way * hp / plan->filter_ways,
+                          lower_row, &si);
 
     size_t k0, k1;
     job->services->split(k_count, 1, (int)way, (int)plan->filter_ways, &k0,

@@ -46,4 +46,23 @@ static inline void locus__pieces_wait(atomic_int *states, size_t first,
                 thrd_yield(); /* the preparer may have lost its core */
 }
 
+/* Claims and prepares the free pieces among states[first..first+count),
+ * from first + from on cyclically (workers sharing the pieces start at
+ * different ones, so they split them), calling prepare(context, piece)
+ * for each piece won, then waits for the ones others claimed. */
+static inline void locus__pieces_prepare(atomic_int *states, size_t first,
+                                         size_t count, size_t from,
+                                         void (*prepare)(const void *, size_t),
+                                         const void *context)
+{
+    for (size_t n = 0, i = from; n < count;
+         n++, i = i + 1 == count ? 0 : i + 1) {
+        if (!locus__piece_claim(&states[first + i]))
+            continue;
+        prepare(context, first + i);
+        locus__piece_done(&states[first + i]);
+    }
+    locus__pieces_wait(states, first, first + count);
+}
+
 #endif
