@@ -152,7 +152,7 @@ static void compute_share(const gemm_job *job, const gemm_group *group,
         locus__sgemm_pack_a(g, job->isa->mr, ic, mc, p0, kc, ap);
         locus__sgemm_macro(job->isa, mc, cols, kc, ap, bp,
                            g->c + ic * g->ldc + j0 + q0 * nr, g->ldc, g->alpha,
-                           beta);
+                           beta, job->blocks.l2_cols);
     }
 }
 
@@ -395,8 +395,10 @@ locus_status locus__cpu_gemm(void *state, size_t device,
         locus__sgemm_blocking_for(&s->isa, services->cache_bytes(s->runtime, 1),
                                   services->cache_bytes(s->runtime, 2),
                                   services->cache_sharing(s->runtime, 2),
-                                  services->cache_bytes(s->runtime, 3));
+                                  services->cache_bytes(s->runtime, 3),
+                                  services->cache_sharing(s->runtime, 3));
     job.blocks.mc = raw.mc;
+    job.blocks.l2_cols = raw.l2_cols;
     job.blocks.kc = locus__sgemm_even_block(g.k, raw.kc, 8);
     job.blocks.nc = locus__sgemm_even_block(g.n, raw.nc, s->isa.nr);
     job.n_blocks = (g.n + job.blocks.nc - 1) / job.blocks.nc;

@@ -1,17 +1,23 @@
 /* Cache blocking for the Goto/BLIS loop nest (gemm_block.h), from the
  * cache sizes hwloc reports:
- *  - kc: a KC x NR micro-panel of B is reused by every micro-kernel call
- *    of a macro-kernel column, so it should stay near L1; it is sized to
- *    all of L1 (the A micro-panel streaming through evicts a little of
- *    it, which L2 refills), not half: every kc steps each tile of C is
- *    read and written once more, and C's tiles (rows ldc apart) are the
- *    costly part. On a 2-core Xeon (48 KiB L1) n = 4096 ran in 509-519 ms
- *    at kc 192, 484-493 at 288 and 478-480 at 384; AVX2 (forced) was the
- *    same at 256 and 384;
- *  - mc: the packed MC x KC block of A is swept once per B micro-panel
- *    and should stay in the worker's share of L2 (half of it);
+ *  - kc: an MR x KC micro-panel of A is reused by every micro-kernel call
+ *    of a sweep, so it should stay in L1 while B's micro-panels stream
+ *    through: half of L1. Every kc steps each tile of C is read and
+ *    written once more, so kc is no smaller than it must be: 384 on a
+ *    48 KiB L1 (on a 2-core Xeon, n = 4096 ran in 509-519 ms at kc 192,
+ *    478-480 at 384; 256, 512 and 768 were within noise of 384 once
+ *    the sweeps below were in);
+ *  - l2_cols: the KC x l2_cols part of the B block swept once per A
+ *    micro-panel stays in the worker's share of L2; a quarter of it,
+ *    since the A micro-panels and C's tiles pass through L2 too (on that
+ *    Xeon, 2 MiB of L2: 457-470 ms at 192-512 KiB, 473-485 at 1 MiB,
+ *    544 at 2 MiB, 478-483 with one micro-panel per sweep);
+ *  - mc: each worker's packed MC x KC block of A is read once per sweep,
+ *    so it can live in L3: a quarter of the worker's share of L3, up to
+ *    4096 rows (the larger block packs A in fewer, longer runs: 2048
+ *    rows were 1-3% faster than 672 on that Xeon);
  *  - nc: the packed KC x NC block of B is shared by a node's workers and
- *    swept once per A block, so it should stay in L3 (half of it; L3 is
+ *    read once per A block, so it should stay in L3 (half of it; L3 is
  *    per node or larger, and every worker of the node reads this block).
  * Caches the topology does not report get typical sizes. */
 #include "gemm_block.h"
@@ -27,7 +33,8 @@ static size_t clamp_size(size_t v, size_t lo, size_t hi)
 
 locus__sgemm_blocking locus__sgemm_blocking_for(const locus__cpu_isa *isa,
                                                 size_t l1, size_t l2,
-                                                int l2_sharing, size_t l3)
+                                                int l2_sharing, size_t l3,
+                                                int l3_sharing)
 {
     size_t mr = isa->mr, nr = isa->nr;
     if (l1 == 0)
@@ -38,14 +45,15 @@ locus__sgemm_blocking locus__sgemm_blocking_for(const locus__cpu_isa *isa,
         l3 = DEFAULT_L3;
     if (l2_sharing > 1)
         l2 /= (size_t)l2_sharing;
+    size_t l3_share = l3_sharing > 1 ? l3 / (size_t)l3_sharing : l3;
 
     locus__sgemm_blocking b;
     /* Multiples of 8 keep the kernels' unrolled k loops whole. */
-    b.kc = clamp_size(l1 / (nr * sizeof(float)) / 8 * 8, 128, 384);
-    b.mc = clamp_size(l2 / 2 / (b.kc * sizeof(float)) / mr * mr, mr,
-                      1024 / mr * mr);
-    b.nc = clamp_size(l3 / 2 / (b.kc * sizeof(float)) / nr * nr, nr,
-                      8192 / nr * nr);
+    b.kc = clamp_size(l1 / 2 / (mr * sizeof(float)) / 8 * 8, 128, 384);
+    size_t panel_bytes = b.kc * sizeof(float);
+    b.l2_cols = clamp_size(l2 / 4 / panel_bytes / nr * nr, nr, 8192 / nr * nr);
+    b.mc = clamp_size(l3_share / 4 / panel_bytes / mr * mr, mr, 4096 / mr * mr);
+    b.nc = clamp_size(l3 / 2 / panel_bytes / nr * nr, nr, 8192 / nr * nr);
     return b;
 }
 

@@ -1,7 +1,6 @@
 /* The macro-kernel: the register micro-kernel swept over a packed block
- * of A (mc x kc) and one of B (kc x nc). Column panels outside, row panels
- * inside, so one KC x NR micro-panel of B stays in L1 while the A block
- * streams from L2 (gemm_blocking.c sizes them). */
+ * of A (mc x kc) and one of B (kc x nc), a sweep of B's columns at a time
+ * (gemm_block.h says which caches hold what; gemm_blocking.c sizes them). */
 #include "gemm_block.h"
 
 static size_t min_size(size_t a, size_t b)
@@ -31,20 +30,23 @@ static void edge_tile(const locus__cpu_isa *isa, size_t rows, size_t cols,
 
 void locus__sgemm_macro(const locus__cpu_isa *isa, size_t mc, size_t nc,
                         size_t kc, const float *ap, const float *bp, float *c,
-                        size_t ldc, float alpha, float beta)
+                        size_t ldc, float alpha, float beta, size_t sweep_cols)
 {
     size_t mr = isa->mr, nr = isa->nr;
-    for (size_t jr = 0; jr < nc; jr += nr) {
-        size_t cols = min_size(nr, nc - jr);
-        const float *b = bp + jr * kc;
+    for (size_t jc = 0; jc < nc; jc += sweep_cols) {
+        size_t sweep_end = min_size(nc, jc + sweep_cols);
         for (size_t ir = 0; ir < mc; ir += mr) {
             size_t rows = min_size(mr, mc - ir);
             const float *a = ap + ir * kc;
-            float *ct = c + ir * ldc + jr;
-            if (rows == mr && cols == nr)
-                isa->sgemm(kc, a, b, ct, ldc, alpha, beta);
-            else
-                edge_tile(isa, rows, cols, kc, a, b, ct, ldc, alpha, beta);
+            for (size_t jr = jc; jr < sweep_end; jr += nr) {
+                size_t cols = min_size(nr, nc - jr);
+                const float *b = bp + jr * kc;
+                float *ct = c + ir * ldc + jr;
+                if (rows == mr && cols == nr)
+                    isa->sgemm(kc, a, b, ct, ldc, alpha, beta);
+                else
+                    edge_tile(isa, rows, cols, kc, a, b, ct, ldc, alpha, beta);
+            }
         }
     }
 }
