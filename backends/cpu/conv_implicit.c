@@ -5,7 +5,11 @@
  * from a zero-padded copy of the few image rows the current block of
  * output positions reads (conv_implicit_pack.c), so the workspace is the
  * packed filter plus, per worker, LOCUS__IMPLICIT_PANELS micro-panels and
- * that band of rows.
+ * that band of rows. A 1x1 stride-1 unpadded filter makes the image itself
+ * the column matrix (C x PQ): its whole micro-panels are read in place by
+ * the strided kernel (isa.h), rows PQ apart, and only an image's last,
+ * partial one is packed. The copy cost the 1x1 64->256 @56 layer at batch
+ * 8 3.1-3.3 ms against 2.9-3.1 in place on a 2-core Xeon.
  *
  * Loop nest of one worker's share (image n, micro-panel columns [t0, t1),
  * filter row panels [i0, i1)), outermost first:
@@ -321,10 +325,11 @@ static void prepare_block(const implicit_job *job, size_t b, size_t i0,
 /* A tile cut by the last output position or the last filter row: the
  * kernel computes a whole mr x nr tile into a local buffer and only the
  * part inside the output is copied in (beta 1) and out. The arithmetic is
- * that of a whole tile, so results do not depend on where edges fall. */
+ * that of a whole tile, so results do not depend on where edges fall.
+ * B's rows are ldb apart (nr when packed). */
 static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
-                      const float *b, float *c, size_t ldc, size_t rows,
-                      size_t cols, float beta)
+                      const float *b, size_t ldb, float *c, size_t ldc,
+                      size_t rows, size_t cols, float beta)
 {
     float tile[LOCUS__MAX_MR * LOCUS__MAX_NR] = {0.0f};
     size_t nr = isa->nr;
@@ -332,7 +337,7 @@ static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
         for (size_t i = 0; i < rows; i++)
             for (size_t j = 0; j < cols; j++)
                 tile[i * nr + j] = c[i * ldc + j];
-    isa->sgemm(kc, a, b, tile, nr, 1.0f, beta);
+    isa->sgemm_strided(kc, a, b, ldb, tile, nr, 1.0f, beta);
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++)
             c[i * ldc + j] = tile[i * nr + j];
@@ -369,19 +374,29 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                 size_t n = min_size(LOCUS__IMPLICIT_PANELS * nr, pq - j0);
                 size_t stride = plan->panel / LOCUS__IMPLICIT_PANELS;
                 n = min_size(n, (te - t) * nr);
-                locus__cpu_implicit_pack_b(sh, &band, nr, j0, n, pc, kcb, bp,
-                                           stride);
+                /* The image is the column matrix (1x1): whole micro-panels
+                 * are read in place, rows pq apart. */
+                int in_place = band.direct && n % nr == 0;
+                if (!in_place)
+                    locus__cpu_implicit_pack_b(sh, &band, nr, j0, n, pc, kcb,
+                                               bp, stride);
                 for (size_t g = 0; g * nr < n; g++) {
                     size_t cols = min_size(nr, n - g * nr);
                     const float *b = bp + g * stride;
+                    if (in_place)
+                        b = image + pc * pq + j0 + g * nr;
                     for (size_t i = i0; i < i1; i++) {
                         const float *a = block + i * mr * kcb;
                         float *c = out + i * mr * pq + j0 + g * nr;
                         size_t rows = min_size(mr, k - i * mr);
-                        if (rows == mr && cols == nr)
+                        if (in_place && rows == mr)
+                            isa->sgemm_strided(kcb, a, b, pq, c, pq, 1.0f,
+                                               beta);
+                        else if (rows == mr && cols == nr)
                             isa->sgemm(kcb, a, b, c, pq, 1.0f, beta);
                         else
-                            edge_tile(isa, kcb, a, b, c, pq, rows, cols, beta);
+                            edge_tile(isa, kcb, a, b, in_place ? pq : nr, c, pq,
+                                      rows, cols, beta);
                     }
                 }
             }

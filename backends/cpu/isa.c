@@ -49,6 +49,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         .mr = LOCUS__GENERIC_MR,
         .nr = LOCUS__GENERIC_NR,
         .sgemm = locus__sgemm_generic,
+        .sgemm_strided = locus__sgemm_generic_strided,
         .reduce_name = "generic",
         .sum_name = "generic-f64",
         .sum = locus__sum_generic,
@@ -62,6 +63,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->mr = LOCUS__AVX2_MR;
         isa->nr = LOCUS__AVX2_NR;
         isa->sgemm = locus__sgemm_avx2;
+        isa->sgemm_strided = locus__sgemm_avx2_strided;
         isa->reduce_name = "avx2";
         isa->sum_name = "avx2-block512-f64";
         isa->sum = locus__sum_avx2;
@@ -78,6 +80,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->mr = LOCUS__AVX512_MR;
         isa->nr = LOCUS__AVX512_NR;
         isa->sgemm = locus__sgemm_avx512;
+        isa->sgemm_strided = locus__sgemm_avx512_strided;
         isa->reduce_name = "avx512";
         isa->sum_name = "avx512-block1024-f64";
         isa->sum = locus__sum_avx512;

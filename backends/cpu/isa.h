@@ -15,6 +15,12 @@
 typedef void (*locus__sgemm_kernel)(size_t kc, const float *a, const float *b,
                                     float *c, size_t ldc, float alpha,
                                     float beta);
+/* The same with B's rows ldb floats apart (b[p * ldb + j]): a B read in
+ * place, the 1x1 convolution's image (conv_implicit.c). */
+typedef void (*locus__sgemm_strided_kernel)(size_t kc, const float *a,
+                                            const float *b, size_t ldb,
+                                            float *c, size_t ldc, float alpha,
+                                            float beta);
 
 /* Sum of x[0..n) accumulated in double; n >= 1. */
 typedef double (*locus__sum_kernel)(const float *x, size_t n);
@@ -48,6 +54,7 @@ typedef struct locus__cpu_isa {
     const char *sgemm_name; /* e.g. "avx2-6x16" */
     size_t mr, nr;
     locus__sgemm_kernel sgemm;
+    locus__sgemm_strided_kernel sgemm_strided;
     /* reduce */
     const char *reduce_name; /* min and max, e.g. "avx2" */
     const char *sum_name;    /* e.g. "avx2-block512-f64" */

@@ -7,14 +7,24 @@
  * 47, 130) and 64 and 256 (many row panels, packed by claims), shapes deep and
  * wide enough to cross the depth blocks and the output blocks. The output is
  * poisoned with NaN before each run, so an element left unwritten fails; each
- * case runs twice and the two results must be bitwise identical. */
+ * case runs twice and the two results must be bitwise identical.
+ *
+ * 1x1 stride-1 layers read their image in place (the strided kernel), but
+ * where the table has a direct kernel the rule (locus__cpu_direct_fits,
+ * internal) sends small ones down the direct path; so 1x1 layers whose
+ * output share exceeds the default L2 also run on a synthetic machine of
+ * three cores and no reported caches, asserted to take the GEMM first:
+ * whole and partial micro-panels, filter counts with a partial row panel,
+ * several depth blocks. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <locus/locus.h>
 
+#include "conv_direct.h"
 #include "conv_reference.h"
 #include "cpu_contexts.h"
+#include "cpu_conv_problem.h"
 #include "test_buffers.h"
 #include "test_util.h"
 
@@ -156,6 +166,34 @@ static void test_odd_shapes(locus_context *ctx, locus_device *dev)
     }
 }
 
+/* See the top: 1x1 layers on the GEMM, whose image is read in place. */
+static void test_in_place(const char *isa)
+{
+    static const conv_case cases[] = {
+        /* n  c    h   w   k    r  s  sh sw ph pw */
+        {2, 16, 31, 35, 130, 1, 1, 1, 1, 0, 0},  /* PQ 1085: a partial panel */
+        {1, 300, 32, 64, 100, 1, 1, 1, 1, 0, 0}, /* PQ 2048, 3 depth blocks */
+    };
+    const int workers = 3;
+    locus_context *ctx = test_cpu_context(isa, "synthetic:core:3 pu:1", "3");
+    if (!ctx)
+        return;
+    locus_device *dev = NULL;
+    if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            locus__cpu_state state;
+            locus__conv_problem pr =
+                test_conv_problem(&cases[i], isa, workers, &state);
+            if (TEST_EXPECT(!locus__cpu_direct_fits(&pr),
+                            "[%s] case %zu: the rule sends it down the "
+                            "direct path, not the GEMM under test",
+                            isa, i))
+                run_case(ctx, dev, &cases[i]);
+        }
+    }
+    locus_context_destroy(ctx);
+}
+
 static void test_isa(const char *isa)
 {
     locus_context *ctx = test_cpu_isa_context(isa);
@@ -168,6 +206,7 @@ static void test_isa(const char *isa)
         test_odd_shapes(ctx, dev);
     }
     locus_context_destroy(ctx);
+    test_in_place(isa);
 }
 
 int main(int argc, char **argv)

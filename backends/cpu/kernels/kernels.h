@@ -11,6 +11,9 @@
 #define LOCUS__GENERIC_NR 16
 void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
                           size_t ldc, float alpha, float beta);
+void locus__sgemm_generic_strided(size_t kc, const float *a, const float *b,
+                                  size_t ldb, float *c, size_t ldc,
+                                  float alpha, float beta);
 double locus__sum_generic(const float *x, size_t n);
 float locus__min_generic(const float *x, size_t n, int *nan);
 float locus__max_generic(const float *x, size_t n, int *nan);
@@ -20,6 +23,9 @@ float locus__max_generic(const float *x, size_t n, int *nan);
 #define LOCUS__AVX2_NR 16
 void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
                        size_t ldc, float alpha, float beta);
+void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
+                               size_t ldb, float *c, size_t ldc, float alpha,
+                               float beta);
 double locus__sum_avx2(const float *x, size_t n);
 float locus__min_avx2(const float *x, size_t n, int *nan);
 float locus__max_avx2(const float *x, size_t n, int *nan);
@@ -38,6 +44,9 @@ void locus__conv_direct_avx2(size_t depth, const float *filter,
 #define LOCUS__AVX512_NR 32
 void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
                          size_t ldc, float alpha, float beta);
+void locus__sgemm_avx512_strided(size_t kc, const float *a, const float *b,
+                                 size_t ldb, float *c, size_t ldc, float alpha,
+                                 float beta);
 double locus__sum_avx512(const float *x, size_t n);
 float locus__min_avx512(const float *x, size_t n, int *nan);
 float locus__max_avx512(const float *x, size_t n, int *nan);

@@ -13,8 +13,8 @@
 /* One step p: rank-1 update of the tile by column p of A and row p of B. */
 #define STEP(p)                                                                \
     do {                                                                       \
-        __m256 b0 = _mm256_loadu_ps(b + (p)*NR);                               \
-        __m256 b1 = _mm256_loadu_ps(b + (p)*NR + 8);                           \
+        __m256 b0 = _mm256_loadu_ps(b + (p)*ldb);                              \
+        __m256 b1 = _mm256_loadu_ps(b + (p)*ldb + 8);                          \
         __m256 ai = _mm256_broadcast_ss(a + (p)*MR + 0);                       \
         c00 = _mm256_fmadd_ps(ai, b0, c00);                                    \
         c01 = _mm256_fmadd_ps(ai, b1, c01);                                    \
@@ -50,8 +50,11 @@ static inline void store_row(float *c, __m256 acc0, __m256 acc1, __m256 alpha,
     _mm256_storeu_ps(c + 8, r1);
 }
 
-void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
-                       size_t ldc, float alpha, float beta)
+/* The tile with B's rows ldb floats apart: inlined into the packed
+ * kernel with ldb = NR, a constant, and into the strided one. */
+static inline __attribute__((always_inline)) void
+tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+     size_t ldc, float alpha, float beta)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
            c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
@@ -74,12 +77,12 @@ void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
         STEP(2);
         STEP(3);
         a += 4 * MR;
-        b += 4 * NR;
+        b += 4 * ldb;
     }
     for (; p < kc; p++) {
         STEP(0);
         a += MR;
-        b += NR;
+        b += ldb;
     }
 
     __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
@@ -90,4 +93,17 @@ void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
     store_row(c + 3 * ldc, c30, c31, va, vb, read_c);
     store_row(c + 4 * ldc, c40, c41, va, vb, read_c);
     store_row(c + 5 * ldc, c50, c51, va, vb, read_c);
+}
+
+void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
+                       size_t ldc, float alpha, float beta)
+{
+    tile(kc, a, b, NR, c, ldc, alpha, beta);
+}
+
+void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
+                               size_t ldb, float *c, size_t ldc, float alpha,
+                               float beta)
+{
+    tile(kc, a, b, ldb, c, ldc, alpha, beta);
 }

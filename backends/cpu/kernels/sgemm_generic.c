@@ -6,8 +6,9 @@
 #define MR LOCUS__GENERIC_MR
 #define NR LOCUS__GENERIC_NR
 
-void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
-                          size_t ldc, float alpha, float beta)
+void locus__sgemm_generic_strided(size_t kc, const float *a, const float *b,
+                                  size_t ldb, float *c, size_t ldc, float alpha,
+                                  float beta)
 {
     float acc[MR][NR] = {{0.0f}};
     for (size_t p = 0; p < kc; p++) {
@@ -17,7 +18,7 @@ void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
                 acc[i][j] += ai * b[j];
         }
         a += MR;
-        b += NR;
+        b += ldb;
     }
     for (int i = 0; i < MR; i++) {
         float *ci = c + (size_t)i * ldc;
@@ -30,4 +31,10 @@ void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
                 ci[j] = alpha * acc[i][j] + beta * ci[j];
         }
     }
+}
+
+void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
+                          size_t ldc, float alpha, float beta)
+{
+    locus__sgemm_generic_strided(kc, a, b, NR, c, ldc, alpha, beta);
 }
