@@ -45,6 +45,7 @@
  * worker owns it: results do not depend on the worker count. */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "conv_direct.h"
 
@@ -341,34 +342,32 @@ static void pack_filter_piece(const void *context, size_t piece)
 }
 
 /* A worker's band: padded rows [row0, row0 + rows) of image n, every
- * channel, plane floats apart. Rows are short (16 floats on a 14x14
- * layer): plain loops, which the compiler vectorizes, rather than memset
- * and memcpy calls per row. */
+ * channel, plane floats apart; the rows inside the image by the ISA's
+ * padded copy (isa.h), the padding rows zeroed. */
 static void pad_band(const direct_job *job, size_t n, size_t row0, size_t rows,
                      float *band)
 {
     const locus__conv_problem *pr = job->problem;
     const locus__conv_shape *sh = &pr->shape;
     const direct_plan *plan = &job->plan;
-    size_t wx = plan->wx, pw = sh->pad_w, w = sh->width, hw = sh->height * w;
+    size_t wx = plan->wx, w = sh->width, hw = sh->height * w;
     const float *image = pr->input + n * sh->channels * hw;
+    /* Band rows [lo, hi) are inside the image: padded row y is input row
+     * y - pad_h. */
+    size_t ph = sh->pad_h;
+    size_t lo = row0 < ph ? min_size(ph - row0, rows) : 0;
+    size_t hi =
+        ph + sh->height > row0 ? min_size(rows, ph + sh->height - row0) : 0;
+    if (hi < lo)
+        hi = lo;
     for (size_t c = 0; c < sh->channels; c++) {
-        for (size_t j = 0; j < rows; j++) {
-            float *dst = band + c * plan->plane + j * wx;
-            size_t y = row0 + j; /* padded; input row y - pad_h */
-            if (y < sh->pad_h || y - sh->pad_h >= sh->height) {
-                for (size_t x = 0; x < wx; x++)
-                    dst[x] = 0.0f;
-                continue;
-            }
-            const float *src = image + c * hw + (y - sh->pad_h) * w;
-            for (size_t x = 0; x < pw; x++)
-                dst[x] = 0.0f;
-            for (size_t x = 0; x < w; x++)
-                dst[pw + x] = src[x];
-            for (size_t x = pw + w; x < wx; x++)
-                dst[x] = 0.0f;
-        }
+        float *dst = band + c * plan->plane;
+        memset(dst, 0, lo * wx * sizeof *dst);
+        if (hi > lo)
+            pr->state->isa.pad_rows(dst + lo * wx, wx,
+                                    image + c * hw + (row0 + lo - ph) * w, w,
+                                    hi - lo, sh->pad_w, w, wx);
+        memset(dst + hi * wx, 0, (rows - hi) * wx * sizeof *dst);
     }
 }
 
@@ -632,10 +631,15 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         atomic_init(&states[i],
                     lease.ready ? LOCUS__PIECE_DONE : LOCUS__PIECE_FREE);
     job.tap_major = lease.entry != NULL;
+    /* Step p = (c, r, q) goes to tap_major(sh, p), written out: the
+     * divisions of a call per step were 15 us a call on the 256-channel
+     * layer (2304 steps), all before the workers start. */
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)
             for (size_t q = 0; q < sh->kernel_w; q++, p++)
-                offsets[job.tap_major ? tap_major(sh, p) : p] =
+                offsets[job.tap_major
+                            ? (r * sh->channels + c) * sh->kernel_w + q
+                            : p] =
                     (ptrdiff_t)(c * plan->plane + r * plan->wx + q);
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = plan->bytes;

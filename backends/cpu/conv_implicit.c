@@ -361,8 +361,8 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
     for (size_t tb = t0; tb < t1; tb += plan->block_tiles) {
         size_t te = min_size(t1, tb + plan->block_tiles);
         locus__implicit_band band;
-        locus__cpu_implicit_band(sh, image, nr, tb * nr, min_size(te * nr, pq),
-                                 band_buffer, &band);
+        locus__cpu_implicit_band(sh, isa, image, nr, tb * nr,
+                                 min_size(te * nr, pq), band_buffer, &band);
         for (size_t pc = 0; pc < plan->crs; pc += plan->kc) {
             size_t kcb = min_size(plan->kc, plan->crs - pc);
             const float *block = job->filter + pc * plan->panels * mr;

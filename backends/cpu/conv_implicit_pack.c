@@ -42,6 +42,11 @@ static int is_direct(const locus__conv_shape *sh)
            sh->stride_w == 1 && sh->pad_h == 0 && sh->pad_w == 0;
 }
 
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
 /* Floats read past a band's last element by the whole-run copies. */
 static size_t band_slack(size_t nr)
 {
@@ -70,7 +75,8 @@ size_t locus__cpu_implicit_band_floats(const locus__conv_shape *sh, size_t nr,
     return floats + band_slack(nr);
 }
 
-void locus__cpu_implicit_band(const locus__conv_shape *sh, const float *image,
+void locus__cpu_implicit_band(const locus__conv_shape *sh,
+                              const locus__cpu_isa *isa, const float *image,
                               size_t nr, size_t j0, size_t j1, float *buffer,
                               locus__implicit_band *band)
 {
@@ -88,19 +94,20 @@ void locus__cpu_implicit_band(const locus__conv_shape *sh, const float *image,
     size_t y0 = j0 / sh->out_w * sh->stride_h;
     size_t y1 = (j1 - 1) / sh->out_w * sh->stride_h + sh->kernel_h;
     size_t plane = (y1 - y0) * wp, in_plane = sh->height * sh->width;
+    /* Padded rows [lo, hi) are inside the image (input row y - pad_h). */
+    size_t ph = sh->pad_h;
+    size_t lo = y0 < ph ? min_size(ph, y1) : y0;
+    size_t hi = y1 < ph + sh->height ? y1 : ph + sh->height;
+    if (hi < lo)
+        hi = lo;
     float *dst = buffer;
-    for (size_t c = 0; c < sh->channels; c++) {
-        const float *src = image + c * in_plane;
-        for (size_t y = y0; y < y1; y++, dst += wp) {
-            if (y < sh->pad_h || y - sh->pad_h >= sh->height) {
-                memset(dst, 0, wp * sizeof *dst);
-                continue;
-            }
-            memset(dst, 0, sh->pad_w * sizeof *dst);
-            memcpy(dst + sh->pad_w, src + (y - sh->pad_h) * sh->width,
-                   sh->width * sizeof *dst);
-            memset(dst + sh->pad_w + sh->width, 0, sh->pad_w * sizeof *dst);
-        }
+    for (size_t c = 0; c < sh->channels; c++, dst += plane) {
+        memset(dst, 0, (lo - y0) * wp * sizeof *dst);
+        if (hi > lo)
+            isa->pad_rows(dst + (lo - y0) * wp, wp,
+                          image + c * in_plane + (lo - ph) * sh->width,
+                          sh->width, hi - lo, sh->pad_w, sh->width, wp);
+        memset(dst + (hi - y0) * wp, 0, (y1 - hi) * wp * sizeof *dst);
     }
     memset(dst, 0, band_slack(nr) * sizeof *dst);
     *band = (locus__implicit_band){

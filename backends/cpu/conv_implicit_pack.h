@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "im2col.h"
+#include "isa.h"
 
 /* The rows micro-panels read: a copy of input rows with their zero
  * padding (base[c * plane + (y - y0) * row + x], y and x padded
@@ -26,8 +27,8 @@ size_t locus__cpu_implicit_band_floats(const locus__conv_shape *shape,
 /* Makes the band for output positions [j0, j1) of image, copying into
  * buffer (band_floats for the rows those positions span) unless direct. */
 void locus__cpu_implicit_band(const locus__conv_shape *shape,
-                              const float *image, size_t nr, size_t j0,
-                              size_t j1, float *buffer,
+                              const locus__cpu_isa *isa, const float *image,
+                              size_t nr, size_t j0, size_t j1, float *buffer,
                               locus__implicit_band *band);
 
 /* Micro-panels packed per call: their band rows are read once for all

@@ -55,6 +55,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         .sum = locus__sum_generic,
         .min = locus__min_generic,
         .max = locus__max_generic,
+        .pad_rows = locus__pad_rows_generic,
     };
 #ifdef LOCUS_CPU_X86_KERNELS
     if (level >= LEVEL_AVX2) {
@@ -70,6 +71,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->min = locus__min_avx2;
         isa->max = locus__max_avx2;
         isa->pack_a_panel = locus__pack_a_panel_avx2;
+        isa->pad_rows = locus__pad_rows_avx2;
         isa->conv_direct = locus__conv_direct_avx2;
         isa->direct_positions = LOCUS__AVX2_DIRECT_POSITIONS;
         isa->direct_filters = LOCUS__AVX2_DIRECT_FILTERS;
@@ -87,6 +89,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->min = locus__min_avx512;
         isa->max = locus__max_avx512;
         isa->conv_direct = locus__conv_direct_avx512;
+        isa->pad_rows = locus__pad_rows_avx512;
         isa->direct_positions = LOCUS__AVX512_DIRECT_POSITIONS;
         isa->direct_filters = LOCUS__AVX512_DIRECT_FILTERS;
     }

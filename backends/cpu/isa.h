@@ -48,6 +48,15 @@ typedef void (*locus__conv_direct_kernel)(size_t depth, const float *filter,
                                           size_t positions, size_t filters,
                                           int accumulate);
 
+/* Rows i < rows of a zero-padded copy: dst[i * dst_stride + x], for
+ * x < dst_width, is src[i * src_stride + x - pad] where pad <= x <
+ * pad + width, else 0; nothing of src outside those is read (the bands of
+ * conv_direct.c and conv_implicit_pack.c). */
+typedef void (*locus__pad_rows_kernel)(float *dst, size_t dst_stride,
+                                       const float *src, size_t src_stride,
+                                       size_t rows, size_t pad, size_t width,
+                                       size_t dst_width);
+
 typedef struct locus__cpu_isa {
     const char *name; /* of the best level in the table: "generic", ... */
     /* gemm: the register tile and its kernel come together. */
@@ -60,7 +69,9 @@ typedef struct locus__cpu_isa {
     const char *sum_name;    /* e.g. "avx2-block512-f64" */
     locus__sum_kernel sum;
     locus__minmax_kernel min, max;
-    /* conv: NULL where only the portable loop exists. */
+    /* conv */
+    locus__pad_rows_kernel pad_rows;
+    /* NULL where only the portable loop exists. */
     locus__pack_a_kernel pack_a_panel;
     locus__conv_direct_kernel conv_direct;
     size_t direct_positions, direct_filters; /* its tile */

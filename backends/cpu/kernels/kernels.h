@@ -15,6 +15,9 @@ void locus__sgemm_generic_strided(size_t kc, const float *a, const float *b,
                                   size_t ldb, float *c, size_t ldc,
                                   float alpha, float beta);
 double locus__sum_generic(const float *x, size_t n);
+void locus__pad_rows_generic(float *dst, size_t dst_stride, const float *src,
+                             size_t src_stride, size_t rows, size_t pad,
+                             size_t width, size_t dst_width);
 float locus__min_generic(const float *x, size_t n, int *nan);
 float locus__max_generic(const float *x, size_t n, int *nan);
 
@@ -27,6 +30,9 @@ void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
                                size_t ldb, float *c, size_t ldc, float alpha,
                                float beta);
 double locus__sum_avx2(const float *x, size_t n);
+void locus__pad_rows_avx2(float *dst, size_t dst_stride, const float *src,
+                          size_t src_stride, size_t rows, size_t pad,
+                          size_t width, size_t dst_width);
 float locus__min_avx2(const float *x, size_t n, int *nan);
 float locus__max_avx2(const float *x, size_t n, int *nan);
 void locus__pack_a_panel_avx2(float *a, const float *const *src, size_t kc,
@@ -48,6 +54,9 @@ void locus__sgemm_avx512_strided(size_t kc, const float *a, const float *b,
                                  size_t ldb, float *c, size_t ldc, float alpha,
                                  float beta);
 double locus__sum_avx512(const float *x, size_t n);
+void locus__pad_rows_avx512(float *dst, size_t dst_stride, const float *src,
+                            size_t src_stride, size_t rows, size_t pad,
+                            size_t width, size_t dst_width);
 float locus__min_avx512(const float *x, size_t n, int *nan);
 float locus__max_avx512(const float *x, size_t n, int *nan);
 /* The direct convolution's 14-position x 32-filter tile (isa.h). */
