@@ -632,8 +632,9 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
                     lease.ready ? LOCUS__PIECE_DONE : LOCUS__PIECE_FREE);
     job.tap_major = lease.entry != NULL;
     /* Step p = (c, r, q) goes to tap_major(sh, p), written out: the
-     * divisions of a call per step were 15 us a call on the 256-channel
-     * layer (2304 steps), all before the workers start. */
+     * divisions of a call per step took 16 us of each call on the
+     * 256-channel layer (2304 steps, a Xeon core), before the workers
+     * start. */
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)
             for (size_t q = 0; q < sh->kernel_w; q++, p++)
