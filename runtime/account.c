@@ -113,8 +113,8 @@ static bool query(void **pages, size_t count, int *status)
 
 /* Every page of the range, each weighted by the bytes of the range in it:
  * the exact split. */
-static bool resolve_exact(const locus__read_range *range,
-                          locus__range_list *list, size_t page)
+static bool resolve_exact(const locus__read_range *range, size_t page,
+                          uint64_t *local_out, uint64_t *remote_out)
 {
     uintptr_t start = (uintptr_t)range->memory;
     uintptr_t end = start + range->bytes;
@@ -141,14 +141,15 @@ static bool resolve_exact(const locus__read_range *range,
         }
         at += count * page;
     }
-    list->local_bytes += local;
-    list->remote_bytes += remote;
+    *local_out = local;
+    *remote_out = remote;
     return true;
 }
 
 /* An even sample of the range's pages, first and last included. */
-static bool resolve_sampled(const locus__read_range *range,
-                            locus__range_list *list, size_t page, size_t total)
+static bool resolve_sampled(const locus__read_range *range, size_t page,
+                            size_t total, uint64_t *local_out,
+                            uint64_t *remote_out)
 {
     uintptr_t first = (uintptr_t)range->memory & ~(uintptr_t)(page - 1);
     void *pages[SAMPLES_PER_RANGE];
@@ -165,8 +166,8 @@ static bool resolve_sampled(const locus__read_range *range,
                          ? range->bytes
                          : (uint64_t)((double)range->bytes * (double)here /
                                       SAMPLES_PER_RANGE);
-    list->local_bytes += local;
-    list->remote_bytes += range->bytes - local;
+    *local_out = local;
+    *remote_out = range->bytes - local;
     return true;
 }
 
@@ -179,32 +180,26 @@ void locus__account_use_buffers(locus__account *account,
 
 /* A range inside one of the op's buffers: its page map answers. */
 static bool resolve_in_buffer(const locus__account *account,
-                              const locus__read_range *range,
-                              locus__range_list *list)
+                              const locus__read_range *range, uint64_t *local,
+                              uint64_t *remote)
 {
     for (size_t i = 0; i < account->buffer_count; i++) {
         locus__page_map *map = &account->buffers[i]->page_map;
-        uint64_t local, remote;
         if (!locus__page_map_covers(map, range->memory, range->bytes))
             continue;
-        if (!locus__page_map_split(map, range->memory, range->bytes,
-                                   range->near_nodes, &local, &remote))
-            return false;
-        list->local_bytes += local;
-        list->remote_bytes += remote;
-        return true;
+        return locus__page_map_split(map, range->memory, range->bytes,
+                                     range->near_nodes, local, remote);
     }
     return false;
 }
 
-static void resolve(const locus__account *account,
-                    const locus__read_range *range, locus__range_list *list)
+/* The range's span split into local and remote bytes. */
+static void resolve_span(const locus__account *account,
+                         const locus__read_range *range,
+                         locus__range_list *list, uint64_t *local,
+                         uint64_t *remote)
 {
-    if (range->near_nodes == 0) {
-        list->unknown_bytes += range->bytes;
-        return;
-    }
-    if (resolve_in_buffer(account, range, list))
+    if (resolve_in_buffer(account, range, local, remote))
         return;
     size_t page = locus__page_size();
     uintptr_t first = (uintptr_t)range->memory & ~(uintptr_t)(page - 1);
@@ -215,14 +210,37 @@ static void resolve(const locus__account *account,
     if (total <= list->exact_pages_left || total <= SAMPLES_PER_RANGE) {
         list->exact_pages_left -=
             total < list->exact_pages_left ? total : list->exact_pages_left;
-        done = resolve_exact(range, list, page);
+        done = resolve_exact(range, page, local, remote);
     } else {
-        done = resolve_sampled(range, list, page, total);
+        done = resolve_sampled(range, page, total, local, remote);
     }
     /* move_pages refused (no NUMA support in the kernel): one node, so
      * every byte is local. */
-    if (!done)
-        list->local_bytes += range->bytes;
+    if (!done) {
+        *local = range->bytes;
+        *remote = 0;
+    }
+}
+
+/* Adds the bytes read to the list's sums: the span's split, scaled to the
+ * bytes read where they are fewer (strided rows), so local + remote is
+ * always the bytes read. */
+static void resolve(const locus__account *account,
+                    const locus__read_range *range, locus__range_list *list)
+{
+    if (range->near_nodes == 0) {
+        list->unknown_bytes += range->read;
+        return;
+    }
+    uint64_t local = 0, remote = 0;
+    resolve_span(account, range, list, &local, &remote);
+    if (range->read != range->bytes && local + remote > 0)
+        local = (uint64_t)((double)range->read * (double)local /
+                           (double)(local + remote));
+    else if (range->read != range->bytes)
+        local = range->read;
+    list->local_bytes += local;
+    list->remote_bytes += range->read - local;
 }
 
 static void append(const locus__account *account, locus__range_list *list,
@@ -240,13 +258,11 @@ static uint64_t node_bit(int os_index)
     return os_index >= 0 && os_index < 64 ? UINT64_C(1) << os_index : 0;
 }
 
-void locus__account_read(locus__account *account, const void *memory,
-                         size_t bytes)
+/* Appends the range to the calling worker's list (or, for any other
+ * thread, the shared one), with the reader's node as the near one. */
+static void record_range(locus__account *account, locus__read_range range)
 {
-    if (!account || !memory || bytes == 0)
-        return;
     int worker = locus__pool_current_worker();
-    locus__read_range range = {memory, bytes, 0};
     if (worker >= 0 && worker < account->worker_lists) {
         locus__range_list *list = &account->lists[worker];
         range.near_nodes =
@@ -269,13 +285,31 @@ void locus__account_read(locus__account *account, const void *memory,
     pthread_mutex_unlock(&account->other_lock);
 }
 
+void locus__account_read(locus__account *account, const void *memory,
+                         size_t bytes)
+{
+    if (!account || !memory || bytes == 0)
+        return;
+    record_range(account, (locus__read_range){memory, bytes, bytes, 0});
+}
+
+void locus__account_read_rows(locus__account *account, const void *memory,
+                              size_t row_bytes, size_t stride, size_t rows)
+{
+    if (!account || !memory || row_bytes == 0 || rows == 0)
+        return;
+    size_t span = (rows - 1) * stride + row_bytes;
+    record_range(account,
+                 (locus__read_range){memory, span, rows * row_bytes, 0});
+}
+
 void locus__account_transfer(locus_op_context *op, const void *memory,
                              size_t bytes, uint64_t near_nodes)
 {
     if (!op || !op->runtime_private || !memory || bytes == 0)
         return;
     locus__account *account = op->runtime_private;
-    locus__read_range range = {memory, bytes, near_nodes};
+    locus__read_range range = {memory, bytes, bytes, near_nodes};
     pthread_mutex_lock(&account->other_lock);
     append(account, &account->lists[account->worker_lists], &range);
     pthread_mutex_unlock(&account->other_lock);

@@ -20,7 +20,8 @@
 
 typedef struct locus__read_range {
     const void *memory;
-    size_t bytes;
+    size_t bytes;        /* the span resolved */
+    size_t read;         /* of which read: bytes, less for strided rows */
     uint64_t near_nodes; /* OS nodes that count as local; 0: unknown */
 } locus__read_range;
 
@@ -72,6 +73,11 @@ void locus__account_use_buffers(locus__account *account,
 /* The calling thread read [memory, memory + bytes). */
 void locus__account_read(locus__account *account, const void *memory,
                          size_t bytes);
+/* The calling thread read `rows` rows of row_bytes, `stride` bytes apart
+ * from memory on: one range, the span's split scaled to the bytes read
+ * (services->account_read_rows). */
+void locus__account_read_rows(locus__account *account, const void *memory,
+                              size_t row_bytes, size_t stride, size_t rows);
 /* A device transfer read or wrote host [memory, memory + bytes); pages on
  * the nodes of near_nodes (the device's nearest, 0 unknown) are local. */
 void locus__account_transfer(locus_op_context *op, const void *memory,

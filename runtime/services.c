@@ -60,6 +60,15 @@ static void service_account_read(locus_op_context *op, const void *memory,
         locus__account_read(op->runtime_private, memory, bytes);
 }
 
+static void service_account_read_rows(locus_op_context *op, const void *memory,
+                                      size_t row_bytes, size_t stride,
+                                      size_t rows)
+{
+    if (op)
+        locus__account_read_rows(op->runtime_private, memory, row_bytes, stride,
+                                 rows);
+}
+
 static int service_numa_node_count(void *runtime)
 {
     const locus_context *context = runtime;
@@ -180,6 +189,7 @@ void locus__services_fill(locus_services *services)
     services->content_key = service_content_key;
     services->split = locus__pool_split;
     services->account_read = service_account_read;
+    services->account_read_rows = service_account_read_rows;
     services->numa_node_count = service_numa_node_count;
     services->numa_node = service_numa_node;
     services->host_alloc = service_host_alloc;

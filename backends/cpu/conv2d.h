@@ -44,7 +44,8 @@ int locus__cpu_im2col_workspace(const locus__conv_problem *problem,
 locus_status locus__cpu_conv2d_im2col(const locus__conv_problem *problem);
 
 /* Reports the input rows that output positions [j0, j1) of one image read
- * (services->account_read), for the op's local/remote split. */
+ * (services->account_read_rows: one record for all channels), for the
+ * op's local/remote split. */
 void locus__cpu_conv_account_rows(const locus__conv_problem *problem,
                                   const float *image, size_t j0, size_t j1);
 

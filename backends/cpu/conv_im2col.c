@@ -74,9 +74,9 @@ void locus__cpu_conv_account_rows(const locus__conv_problem *problem,
                                sh->channels * plane * sizeof(float));
         return;
     }
-    for (size_t c = 0; c < sh->channels; c++)
-        services->account_read(problem->op, image + c * plane + y0 * sh->width,
-                               (y1 - y0) * sh->width * sizeof(float));
+    services->account_read_rows(problem->op, image + y0 * sh->width,
+                                (y1 - y0) * sh->width * sizeof(float),
+                                plane * sizeof(float), sh->channels);
 }
 
 static int is_direct(const locus__conv_shape *sh)

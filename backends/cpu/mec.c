@@ -409,10 +409,10 @@ static void account_band(const mec_job *job, const float *first,
                                         image_size * sizeof(float));
             continue;
         }
-        for (size_t c = 0; c < sh->channels; c++)
-            job->services->account_read(job->problem->op,
-                                        image + c * plane + y0 * sh->width,
-                                        (y1 - y0) * sh->width * sizeof(float));
+        job->services->account_read_rows(job->problem->op,
+                                         image + y0 * sh->width,
+                                         (y1 - y0) * sh->width * sizeof(float),
+                                         plane * sizeof(float), sh->channels);
     }
 }
 

@@ -178,6 +178,17 @@ typedef struct locus_services {
      * its key, across ops. */
     int (*content_key)(locus_op_context *op, const void *memory,
                        uint64_t key[2]);
+
+    /* account_read for `rows` rows of row_bytes each, the first at memory
+     * and each `stride` bytes after the one before (one row of every
+     * channel of an image): one record, not one per row. The span's
+     * local/remote split is scaled to the rows' bytes, exact whenever the
+     * span's pages are all local or all remote. (A record per row cost
+     * ~40 ns at the op's end: 20 us an op for the 4096 channel rows of a
+     * 16-worker convolution.) Appended: a backend built against this
+     * header checks struct_size before calling it. */
+    void (*account_read_rows)(locus_op_context *op, const void *memory,
+                              size_t row_bytes, size_t stride, size_t rows);
 } locus_services;
 
 typedef struct locus_backend {

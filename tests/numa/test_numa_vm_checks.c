@@ -353,6 +353,84 @@ static void odd_ranges(void)
     locus_buffer_destroy(buffer);
 }
 
+/* Every worker reads the same strided rows (one row per channel of an
+ * image) and records them as one range (locus__account_read_rows). */
+#define STRIDED_ROWS 37
+#define STRIDED_ROW_BYTES 1000
+typedef struct strided_reads {
+    locus__account *account;
+    const unsigned char *base;
+    size_t stride;
+} strided_reads;
+
+static void read_strided(void *arg, int rank, int ranks)
+{
+    const strided_reads *job = arg;
+    (void)rank;
+    (void)ranks;
+    locus__account_read_rows(job->account, job->base + 7, STRIDED_ROW_BYTES,
+                             job->stride, STRIDED_ROWS);
+}
+
+/* Strided rows on one node's pages: exact, every reader's bytes local on
+ * that node and remote elsewhere; on interleaved pages an estimate (the
+ * span's split scaled), whose local and remote still add up to the bytes
+ * read. */
+static void strided_rows(void)
+{
+    size_t stride = 3 * page + 100;
+    size_t bytes = STRIDED_ROWS * stride + page;
+    uint64_t read = (uint64_t)STRIDED_ROWS * STRIDED_ROW_BYTES;
+    int workers = locus__pool_size(context->pool);
+    for (size_t n = 0; n <= node_count; n++) {
+        int interleaved = n == node_count;
+        if (interleaved && node_count < 2)
+            break;
+        locus_buffer *buffer =
+            interleaved ? placed(LOCUS_PLACE_INTERLEAVE, -1, bytes)
+                        : placed(LOCUS_PLACE_NODE, node_ids[n], bytes);
+        const unsigned char *host =
+            buffer ? (const unsigned char *)host_of(buffer, bytes) : NULL;
+        locus__account account;
+        if (!host ||
+            TEST_OK(locus__account_begin(&account, &context->topology,
+                                         context->pool)) != LOCUS_SUCCESS) {
+            locus_buffer_destroy(buffer);
+            return;
+        }
+        strided_reads job = {&account, host, stride};
+        TEST_OK(locus__pool_run(context->pool, -1, read_strided, &job));
+        locus__account_result result;
+        locus__account_finish(&account, &result);
+        locus__account_release(&account);
+        locus_buffer_destroy(buffer);
+        uint64_t total = (uint64_t)workers * read, local = 0;
+        for (int w = 0; !interleaved && w < workers; w++)
+            if (locus__pool_worker(context->pool, w)->node_os_index ==
+                node_ids[n])
+                local += read;
+        if (result.provenance != LOCUS_PROVENANCE_ESTIMATED)
+            continue;
+        if (interleaved)
+            TEST_EXPECT(result.local_bytes + result.remote_bytes == total &&
+                            result.local_bytes > 0 && result.remote_bytes > 0,
+                        "strided rows, interleaved: local %llu + remote %llu, "
+                        "expected %llu, both nonzero",
+                        (unsigned long long)result.local_bytes,
+                        (unsigned long long)result.remote_bytes,
+                        (unsigned long long)total);
+        else
+            TEST_EXPECT(result.local_bytes == local &&
+                            result.remote_bytes == total - local,
+                        "strided rows on node %d: local %llu remote %llu; "
+                        "truth: local %llu remote %llu",
+                        node_ids[n], (unsigned long long)result.local_bytes,
+                        (unsigned long long)result.remote_bytes,
+                        (unsigned long long)local,
+                        (unsigned long long)(total - local));
+    }
+}
+
 static const char *fake_dir;
 
 /* A device op's host transfers, split by the device's nearest node: the
@@ -461,6 +539,7 @@ int main(int argc, char **argv)
     check("local-reduce-exact", local_reduce);
     check("interleaved-reduce-exact", interleaved_reduce);
     check("odd-ranges-exact", odd_ranges);
+    check("strided-rows", strided_rows);
     if (fake_dir)
         check("device-transfers", device_transfers);
     else
