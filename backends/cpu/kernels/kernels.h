@@ -12,8 +12,8 @@
 void locus__sgemm_generic(size_t kc, const float *a, const float *b, float *c,
                           size_t ldc, float alpha, float beta);
 void locus__sgemm_generic_strided(size_t kc, const float *a, const float *b,
-                                  size_t ldb, float *c, size_t ldc,
-                                  float alpha, float beta);
+                                  size_t ldb, float *c, size_t ldc, float alpha,
+                                  float beta);
 double locus__sum_generic(const float *x, size_t n);
 void locus__pad_rows_generic(float *dst, size_t dst_stride, const float *src,
                              size_t src_stride, size_t rows, size_t pad,
