@@ -70,7 +70,11 @@
  * Shared lowering. Where solution A would need more workspace than
  * im2col (batch 8 of the 3x3 256->256 layer at 14x14 on 16 workers: each
  * worker has one output row, so A lowers 5 images' bands per worker, 140%
- * of im2col's), MEC splits the filters instead: the workers form
+ * of im2col's), or where a worker's GEMM has fewer than MEC_MIN_COLUMNS
+ * columns even so (batch 1 of that layer on 16 workers: 14 columns each,
+ * every worker packing the whole 2.25 MiB filter for them; 1.7-4.8 ms
+ * on the 16-core host, slower than im2col), MEC splits the filters
+ * instead: the workers form
  * `round_images` teams of `filter_ways`, each team one image of the
  * round, each member a K / filter_ways share of the filters over all of
  * the image's P * Q columns. The team lowers its image once, into L
@@ -285,8 +289,13 @@ static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
     if (!make_row_plan(pr, plan))
         return 0;
     size_t im2col;
-    if (plan->group == 1 || !locus__cpu_im2col_workspace(pr, &im2col) ||
-        plan->bytes <= im2col)
+    if (!locus__cpu_im2col_workspace(pr, &im2col))
+        return 1;
+    /* Shared where A's bands would exceed im2col's workspace, or where a
+     * worker's GEMM stays narrow even so (too few images to group). */
+    int over = plan->group > 1 && plan->bytes > im2col;
+    int narrow = plan->columns < MEC_MIN_COLUMNS;
+    if (!over && !narrow)
         return 1;
     size_t ways = 0;
     for (size_t d = 2; d <= (size_t)pr->workers; d++)
@@ -295,7 +304,8 @@ static int make_plan(const locus__conv_problem *pr, mec_plan *plan)
             ways = d;
     mec_plan shared;
     if (ways && make_shared_plan(pr, ways, &shared) &&
-        shared.bytes < plan->bytes)
+        (over ? shared.bytes < plan->bytes
+              : shared.bytes <= plan->bytes || shared.bytes <= im2col))
         *plan = shared;
     return 1;
 }

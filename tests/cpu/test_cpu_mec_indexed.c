@@ -300,36 +300,42 @@ static const mec_case mec_cases[] = {
     {{3, 256, 7, 7, 100, 3, 3, 1, 1, 1, 1}, 4, 1, 2},
     /* stride 2, a 5x3 kernel, K 70 split 35 / 35 */
     {{3, 160, 9, 7, 70, 5, 3, 2, 2, 1, 1}, 4, 1, 2},
+    /* Shared because narrow: batch 1, 2 rows of 7 = 14 columns a worker;
+     * K 64 split 32 / 32, one team of the two idle */
+    {{1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1}, 4, 1, 2},
 };
 
-/* The issue's layer, 3x3 256 -> 256 at 14x14, batch 8, by the plans
- * alone (a run would take seconds under the sanitizers): on 16 workers
- * (one output row each) solution A would lower 5 images' bands per
- * worker, 140% of im2col's workspace; the shared mode takes teams of 8
- * and stays within the issue's 40%. On 2 workers (7 rows each) B. */
+/* The issue's layer, 3x3 256 -> 256 at 14x14, by the plans alone (a run
+ * would take seconds under the sanitizers). Batch 8 on 16 workers (one
+ * output row each): solution A would lower 5 images' bands per worker,
+ * 140% of im2col's workspace; the shared mode takes teams of 8 and stays
+ * within the issue's 40%. Batch 1 on 16 workers: 14 columns a worker,
+ * too narrow, so shared too. On 2 workers (7 rows, 98 columns each) B. */
 static void test_shared_rule(void)
 {
-    const conv_case layer = {8, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
     static const struct {
+        size_t batch;
         int workers;
         size_t ways;
-    } plans[] = {{16, 8}, {2, 0}};
+    } plans[] = {{8, 16, 8}, {8, 2, 0}, {1, 16, 8}, {1, 2, 0}};
     for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+        const conv_case layer = {
+            plans[i].batch, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
         locus__cpu_state state;
         locus__conv_problem pr =
             test_conv_problem(&layer, NULL, plans[i].workers, &state);
         size_t mec = 0, im2col = 0;
         size_t ways = locus__cpu_mec_filter_ways(&pr);
         TEST_EXPECT(ways == plans[i].ways,
-                    "3x3 256->256 @14 batch 8, %d workers: %zu workers per "
+                    "3x3 256->256 @14 batch %zu, %d workers: %zu workers per "
                     "image in the shared mode, expected %zu",
-                    plans[i].workers, ways, plans[i].ways);
+                    plans[i].batch, plans[i].workers, ways, plans[i].ways);
         TEST_EXPECT(locus__cpu_mec_workspace(&pr, &mec) &&
                         locus__cpu_im2col_workspace(&pr, &im2col) &&
                         (double)mec <= 0.4 * (double)im2col,
-                    "3x3 256->256 @14 batch 8, %d workers: mec workspace %zu "
-                    "bytes, over 40%% of im2col's %zu",
-                    plans[i].workers, mec, im2col);
+                    "3x3 256->256 @14 batch %zu, %d workers: mec workspace "
+                    "%zu bytes, over 40%% of im2col's %zu",
+                    plans[i].batch, plans[i].workers, mec, im2col);
     }
 }
 
