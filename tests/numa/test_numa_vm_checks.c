@@ -311,19 +311,27 @@ static void read_odd(void *arg, int rank, int ranks)
         locus__account_read(job->account, job->base + begin, end - begin);
 }
 
+/* The buffer's host pages (host_of) and an accounting begun for reads of
+ * them; false, the buffer destroyed, when either fails. */
+static bool accounting_on(locus_buffer *buffer, size_t bytes,
+                          const unsigned char **host, locus__account *account)
+{
+    *host = buffer ? (const unsigned char *)host_of(buffer, bytes) : NULL;
+    if (*host && TEST_OK(locus__account_begin(account, &context->topology,
+                                              context->pool)) == LOCUS_SUCCESS)
+        return true;
+    locus_buffer_destroy(buffer);
+    return false;
+}
+
 static void odd_ranges(void)
 {
     size_t bytes = 97 * page;
     locus_buffer *buffer = placed(LOCUS_PLACE_INTERLEAVE, -1, bytes);
-    const unsigned char *host =
-        buffer ? (const unsigned char *)host_of(buffer, bytes) : NULL;
+    const unsigned char *host;
     locus__account account;
-    if (!host ||
-        TEST_OK(locus__account_begin(&account, &context->topology,
-                                     context->pool)) != LOCUS_SUCCESS) {
-        locus_buffer_destroy(buffer);
+    if (!accounting_on(buffer, bytes, &host, &account))
         return;
-    }
     odd_reads job = {&account, host, bytes};
     TEST_OK(locus__pool_run(context->pool, -1, read_odd, &job));
     uint64_t local = 0, remote = 0;
@@ -389,15 +397,10 @@ static void strided_rows(void)
         locus_buffer *buffer =
             interleaved ? placed(LOCUS_PLACE_INTERLEAVE, -1, bytes)
                         : placed(LOCUS_PLACE_NODE, node_ids[n], bytes);
-        const unsigned char *host =
-            buffer ? (const unsigned char *)host_of(buffer, bytes) : NULL;
+        const unsigned char *host;
         locus__account account;
-        if (!host ||
-            TEST_OK(locus__account_begin(&account, &context->topology,
-                                         context->pool)) != LOCUS_SUCCESS) {
-            locus_buffer_destroy(buffer);
+        if (!accounting_on(buffer, bytes, &host, &account))
             return;
-        }
         strided_reads job = {&account, host, stride};
         TEST_OK(locus__pool_run(context->pool, -1, read_strided, &job));
         locus__account_result result;
