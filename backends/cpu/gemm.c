@@ -311,7 +311,20 @@ static locus_status alloc_groups(const locus__cpu_state *s, gemm_job *job,
     const locus__cpu_isa *isa = job->isa;
     size_t kc = job->blocks.kc;
     job->b_floats = round_up(kc * round_up(job->blocks.nc, isa->nr), 16);
-    size_t mc = min_size(job->blocks.mc, round_up(job->g->m, isa->mr));
+    /* A worker's A block holds at most its tile's rows (worker_tile's
+     * split: whole micro-panels, the larger shares first), which with
+     * blocks sized to L3 is often fewer than mc. */
+    size_t most_rows = 0;
+    for (int i = 0; i < job->group_count; i++) {
+        const gemm_group *group = &job->groups[i];
+        size_t panels =
+            (group->row_end - group->row_begin + isa->mr - 1) / isa->mr;
+        size_t ways = (size_t)group->row_ways;
+        size_t rows = (panels + ways - 1) / ways * isa->mr;
+        if (rows > most_rows)
+            most_rows = rows;
+    }
+    size_t mc = min_size(job->blocks.mc, most_rows);
     job->own_stride = round_up(round_up(mc, isa->mr) * kc, 16);
     if (job->private_b)
         job->own_stride += job->b_floats;
