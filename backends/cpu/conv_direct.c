@@ -50,6 +50,7 @@
 #include "conv_direct.h"
 
 #include "pieces.h"
+#include "shares.h"
 
 #define DEFAULT_L2 (256u << 10)
 /* Depth steps per filter-packing piece. */
@@ -77,11 +78,6 @@ typedef struct direct_plan {
     size_t bytes;
 } direct_plan;
 
-/* One worker's share of the units (compute_worker), a cache line each. */
-typedef struct share_word {
-    _Alignas(64) atomic_uint_least64_t range;
-} share_word;
-
 typedef struct direct_job {
     const locus__conv_problem *problem;
     const locus_services *services;
@@ -90,7 +86,7 @@ typedef struct direct_job {
     const ptrdiff_t *offsets;
     atomic_int *filter_states; /* groups x chunks */
     float *bands;              /* per worker, band_floats apart */
-    share_word *shares;        /* per worker */
+    locus__share *shares;      /* per worker (shares.h) */
     int tap_major;             /* the packing's order: see tap_major() */
 } direct_job;
 
@@ -146,7 +142,8 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     /* Units (group, image, row) must fit a half of a share's word. */
     size_t units;
     if (!locus__cpu_mul_size(plan->groups, pr->batch, &units) ||
-        !locus__cpu_mul_size(units, sh->out_h, &units) || units > UINT32_MAX)
+        !locus__cpu_mul_size(units, sh->out_h, &units) ||
+        units > LOCUS__SHARE_MAX_UNITS)
         return 0;
 
     plan->chunks = ceil_div(plan->crs, PACK_CHUNK);
@@ -182,9 +179,10 @@ static int make_plan(const locus__conv_problem *pr, direct_plan *plan)
     if (pr->workers < 1 || (size_t)pr->workers > SIZE_MAX / 256 ||
         states > SIZE_MAX / 256)
         return 0;
-    plan->state_floats = ceil_div(states * sizeof(atomic_int) + 64 +
-                                      (size_t)pr->workers * sizeof(share_word),
-                                  sizeof(float));
+    plan->state_floats =
+        ceil_div(states * sizeof(atomic_int) + 64 +
+                     (size_t)pr->workers * sizeof(locus__share),
+                 sizeof(float));
     size_t parts[4] = {plan->filter_floats, plan->offset_floats,
                        plan->state_floats, plan->band_floats};
     size_t floats = 0;
@@ -497,48 +495,8 @@ static void run_units(const direct_job *job, worker_band *wb, size_t u0,
     }
 }
 
-/* A worker's share of the units, [front, back) in one word (front in the
- * high half), so that its owner taking from the front and a thief taking
- * from the back agree by one compare-and-swap. */
-static uint64_t pack_range(size_t front, size_t back)
-{
-    return (uint64_t)front << 32 | (uint64_t)back;
-}
-
-/* Takes units from the front of a share (the owner: a quarter of what is
- * left, at most a band) or from its back (a thief: half). Returns 0 when
- * the share is empty. */
-static int take(share_word *share, int from_back, size_t most, size_t *u0,
-                size_t *u1, size_t *limit)
-{
-    uint64_t word = atomic_load_explicit(&share->range, memory_order_relaxed);
-    for (;;) {
-        size_t front = (size_t)(word >> 32),
-               back = (size_t)(word & 0xffffffffu);
-        if (front >= back)
-            return 0;
-        size_t left = back - front;
-        size_t count =
-            from_back ? (left + 1) / 2 : min_size(most, (left + 3) / 4);
-        uint64_t next = from_back ? pack_range(front, back - count)
-                                  : pack_range(front + count, back);
-        if (atomic_compare_exchange_weak_explicit(&share->range, &word, next,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *u0 = from_back ? back - count : front;
-            *u1 = *u0 + count;
-            *limit = from_back ? *u1 : back;
-            return 1;
-        }
-    }
-}
-
-/* Each worker runs its own share (services->split of the units) from the
- * front, then takes half of the largest share left from its back until
- * none is left: on the 16-core host some workers ran 1.7x slower than the
- * others, and some started 15-20 us late, so an even static split ended
- * with the slowest. Which worker computes a unit never changes what the
- * unit computes. */
+/* Each worker runs its own share from the front, a band at a time, then
+ * steals (shares.h). */
 static void compute_worker(void *arg, int rank, int ranks)
 {
     const direct_job *job = arg;
@@ -546,26 +504,13 @@ static void compute_worker(void *arg, int rank, int ranks)
     worker_band wb = {job->bands + (size_t)rank * plan->band_floats, SIZE_MAX,
                       0, 0};
     size_t u0, u1, limit;
-    while (take(&job->shares[rank], 0, plan->band_out, &u0, &u1, &limit))
+    while (locus__share_take(&job->shares[rank], 0, plan->band_out, 4, &u0, &u1,
+                             &limit))
         run_units(job, &wb, u0, u1, limit, rank, ranks);
-    for (;;) {
-        int victim = -1;
-        size_t most = 0;
-        for (int r = 0; r < ranks; r++) {
-            uint64_t word = atomic_load_explicit(&job->shares[r].range,
-                                                 memory_order_relaxed);
-            size_t front = (size_t)(word >> 32),
-                   back = (size_t)(word & 0xffffffffu);
-            if (back > front && back - front > most) {
-                most = back - front;
-                victim = r;
-            }
-        }
-        if (victim < 0)
-            return;
-        if (take(&job->shares[victim], 1, 0, &u0, &u1, &limit))
+    for (int victim;
+         (victim = locus__share_largest(job->shares, 0, ranks)) >= 0;)
+        if (locus__share_take(&job->shares[victim], 1, 0, 1, &u0, &u1, &limit))
             run_units(job, &wb, u0, u1, limit, rank, ranks);
-    }
 }
 
 locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
@@ -620,12 +565,12 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
     job.bands = memory + plan->offset_floats + plan->state_floats;
     /* After the piece states, on the next cache line. */
     uintptr_t after = (uintptr_t)(void *)(states + plan->groups * plan->chunks);
-    job.shares = (share_word *)(void *)((after + 63) & ~(uintptr_t)63);
+    job.shares = (locus__share *)(void *)((after + 63) & ~(uintptr_t)63);
     size_t units = plan->groups * problem->batch * sh->out_h;
     for (int r = 0; r < problem->workers; r++) {
         size_t u0, u1;
         services->split(units, 1, r, problem->workers, &u0, &u1);
-        atomic_init(&job.shares[r].range, pack_range(u0, u1));
+        locus__share_init(&job.shares[r], u0, u1);
     }
     for (size_t i = 0; i < plan->groups * plan->chunks; i++)
         atomic_init(&states[i],

@@ -68,6 +68,7 @@
 #include "conv_direct.h"
 #include "conv_implicit_pack.h"
 #include "pieces.h"
+#include "shares.h"
 
 #define DEFAULT_L1 (32u << 10)
 #define DEFAULT_L2 (256u << 10)
@@ -97,9 +98,10 @@ typedef struct implicit_job {
     const locus__conv_problem *problem;
     const locus_services *services;
     implicit_plan plan;
-    float *filter;       /* packed */
-    atomic_int *packing; /* per row panel: a piece state (pieces.h) */
-    float *parts;        /* per worker: a B micro-panel and a band */
+    float *filter;        /* packed */
+    atomic_int *packing;  /* per row panel: a piece state (pieces.h) */
+    locus__share *shares; /* per worker: its micro-panel columns */
+    float *parts;         /* per worker: a B micro-panel and a band */
 } implicit_job;
 
 static size_t min_size(size_t a, size_t b)
@@ -187,13 +189,17 @@ static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
     plan->filter = round_up(plan->filter, page_floats);
     plan->kc = depth_block(plan->crs, plan->nr, l1);
     plan->blocks = ceil_div(plan->crs, plan->kc);
-    /* The states of the (depth block, row panel) pieces, in whole pages
-     * after the filter (so the filter's alignment carries over to the
-     * parts). blocks * panels <= the filter's floats: no overflow. */
-    if (plan->blocks * plan->panels > SIZE_MAX / sizeof(atomic_int) / 2)
+    /* The states of the (depth block, row panel) pieces, then on the next
+     * cache line the workers' shares, in whole pages after the filter (so
+     * the filter's alignment carries over to the parts). blocks * panels
+     * <= the filter's floats: no overflow. */
+    if (plan->blocks * plan->panels > SIZE_MAX / sizeof(atomic_int) / 2 ||
+        (size_t)pr->workers > SIZE_MAX / 4 / sizeof(locus__share) ||
+        pr->batch * plan->tiles > LOCUS__SHARE_MAX_UNITS)
         return 0;
     plan->flags =
-        round_up(ceil_div(plan->blocks * plan->panels * sizeof(atomic_int),
+        round_up(ceil_div(plan->blocks * plan->panels * sizeof(atomic_int) +
+                              64 + (size_t)pr->workers * sizeof(locus__share),
                           sizeof(float)),
                  page_floats);
     choose_grid(pr, plan);
@@ -404,30 +410,47 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
     }
 }
 
+/* Micro-panel columns [t0, t1) of the batch (image by image), row panels
+ * [i0, i1). */
+static void run_columns(const implicit_job *job, size_t t0, size_t t1,
+                        size_t i0, size_t i1, size_t from, float *bp,
+                        float *band_buffer)
+{
+    size_t tiles = job->plan.tiles;
+    for (size_t t = t0; t < t1;) {
+        size_t n = t / tiles, first = t % tiles;
+        size_t end = min_size(tiles, first + (t1 - t));
+        run_share(job, n, first, end, i0, i1, from, bp, band_buffer);
+        t += end - first;
+    }
+}
+
 static void compute_worker(void *arg, int rank, int ranks)
 {
     const implicit_job *job = arg;
-    const locus__conv_problem *pr = job->problem;
     const implicit_plan *plan = &job->plan;
     assert(ranks == plan->wk * plan->wp);
     (void)ranks;
     float *part = job->parts + (size_t)rank * plan->stride;
     float *bp = part, *band_buffer = part + plan->panel;
 
-    size_t i0, i1, t0, t1;
+    size_t i0, i1;
     job->services->split(plan->panels, 1, rank / plan->wp, plan->wk, &i0, &i1);
-    job->services->split(pr->batch * plan->tiles, 1, rank % plan->wp, plan->wp,
-                         &t0, &t1);
     if (i0 >= i1)
         return;
     /* The workers sharing these rows start a share of them apart. */
     size_t from = i0 + (i1 - i0) * (size_t)(rank % plan->wp) / (size_t)plan->wp;
-    for (size_t t = t0; t < t1;) {
-        size_t n = t / plan->tiles, first = t % plan->tiles;
-        size_t end = min_size(plan->tiles, first + (t1 - t));
-        run_share(job, n, first, end, i0, i1, from, bp, band_buffer);
-        t += end - first;
-    }
+    /* Its own columns a block at a time, then the others' of the same rows
+     * (shares.h). */
+    int first = rank - rank % plan->wp, end = first + plan->wp;
+    size_t t0, t1, limit;
+    while (locus__share_take(&job->shares[rank], 0, plan->block_tiles, 1, &t0,
+                             &t1, &limit))
+        run_columns(job, t0, t1, i0, i1, from, bp, band_buffer);
+    for (int victim;
+         (victim = locus__share_largest(job->shares, first, end)) >= 0;)
+        if (locus__share_take(&job->shares[victim], 1, 0, 1, &t0, &t1, &limit))
+            run_columns(job, t0, t1, i0, i1, from, bp, band_buffer);
 }
 
 locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
@@ -456,8 +479,17 @@ locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
     job.filter = buffers.memory[0];
     job.packing = (atomic_int *)(void *)(job.filter + job.plan.filter);
     job.parts = job.filter + job.plan.filter + job.plan.flags;
-    for (size_t i = 0; i < job.plan.blocks * job.plan.panels; i++)
+    size_t pieces = job.plan.blocks * job.plan.panels;
+    for (size_t i = 0; i < pieces; i++)
         atomic_init(&job.packing[i], LOCUS__PIECE_FREE);
+    uintptr_t after = (uintptr_t)(void *)(job.packing + pieces);
+    job.shares = (locus__share *)(void *)((after + 63) & ~(uintptr_t)63);
+    for (int r = 0; r < problem->workers; r++) {
+        size_t t0, t1;
+        services->split(problem->batch * job.plan.tiles, 1, r % job.plan.wp,
+                        job.plan.wp, &t0, &t1);
+        locus__share_init(&job.shares[r], t0, t1);
+    }
     if (problem->op && problem->op->record)
         problem->op->record->workspace_bytes = job.plan.bytes;
 
