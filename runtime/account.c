@@ -234,11 +234,11 @@ static void resolve(const locus__account *account,
     }
     uint64_t local = 0, remote = 0;
     resolve_span(account, range, list, &local, &remote);
-    if (range->read != range->bytes && local + remote > 0)
-        local = (uint64_t)((double)range->read * (double)local /
-                           (double)(local + remote));
-    else if (range->read != range->bytes)
-        local = range->read;
+    if (range->read != range->bytes)
+        local = local + remote == 0
+                    ? range->read
+                    : (uint64_t)((double)range->read * (double)local /
+                                 (double)(local + remote));
     list->local_bytes += local;
     list->remote_bytes += range->read - local;
 }

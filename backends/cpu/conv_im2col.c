@@ -52,9 +52,9 @@ int locus__cpu_mul_size(size_t a, size_t b, size_t *out)
     return 1;
 }
 
-/* The input rows that output positions [j0, j1) of an image read, one
- * range per channel (one for the image when that is every row): what a
- * worker reports for the local/remote split. */
+/* The input rows that output positions [j0, j1) of an image read, every
+ * channel's in one record (services->account_read_rows; all rows make it
+ * the whole image): what a worker reports for the local/remote split. */
 void locus__cpu_conv_account_rows(const locus__conv_problem *problem,
                                   const float *image, size_t j0, size_t j1)
 {
@@ -69,11 +69,6 @@ void locus__cpu_conv_account_rows(const locus__conv_problem *problem,
     if (y0 >= y1)
         return;
     size_t plane = sh->height * sh->width;
-    if (y0 == 0 && y1 == sh->height) {
-        services->account_read(problem->op, image,
-                               sh->channels * plane * sizeof(float));
-        return;
-    }
     services->account_read_rows(problem->op, image + y0 * sh->width,
                                 (y1 - y0) * sh->width * sizeof(float),
                                 plane * sizeof(float), sh->channels);

@@ -401,8 +401,9 @@ static void lower_band(const locus__conv_shape *sh, const float *first,
     }
 }
 
-/* The input rows a band of padded rows [h0, h1) reads, per image: one
- * range per channel, or one for the image when the band is every row. */
+/* The input rows a band of padded rows [h0, h1) reads: one record per
+ * image for its rows of every channel (services->account_read_rows; the
+ * whole image when the band is every row). */
 static void account_band(const mec_job *job, const float *first,
                          size_t image_size, size_t images, size_t h0, size_t h1)
 {
@@ -414,11 +415,6 @@ static void account_band(const mec_job *job, const float *first,
     size_t plane = sh->height * sh->width;
     for (size_t i = 0; i < images; i++) {
         const float *image = first + i * image_size;
-        if (y0 == 0 && y1 == sh->height) {
-            job->services->account_read(job->problem->op, image,
-                                        image_size * sizeof(float));
-            continue;
-        }
         job->services->account_read_rows(job->problem->op,
                                          image + y0 * sh->width,
                                          (y1 - y0) * sh->width * sizeof(float),
