@@ -531,20 +531,9 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
     /* The packed filter from the cache where the filter buffer has a
      * content key (filter_cache.c): packed already, or to be packed there
      * by this call. Else in the workspace, first. */
-    locus__filter_lease lease = {0};
-    uint64_t content[2];
-    if (services->content_key &&
-        services->content_key(problem->op, problem->filter, content)) {
-        locus__filter_key key = {{content[0], content[1]},
-                                 problem->out_channels,
-                                 sh->channels,
-                                 sh->kernel_h,
-                                 sh->kernel_w,
-                                 plan->filters,
-                                 problem->node};
-        locus__filter_cache_lease(s->filter_cache, &key,
-                                  plan->filter_floats * sizeof(float), &lease);
-    }
+    locus__filter_lease lease;
+    locus__filter_cache_lease_problem(
+        problem, plan->filters, 0, plan->filter_floats * sizeof(float), &lease);
     size_t own_filter = lease.entry ? 0 : plan->filter_floats;
     int node = problem->node;
     size_t bytes =

@@ -1,12 +1,13 @@
 /* Packed filters kept between conv2d calls.
  *
  * Why. The direct convolution (conv_direct.c) packs the KCRS filter into
- * groups of 32 filters (16 with AVX2) on every call: on the 3x3 256->256
- * layer at 14x14 that is 2.25 MiB read and written, 4-5% of a call on two
- * Zen 5 cores and 20-70 us of a 250 us call on the 16-core host, where the
- * workers of a group wait for each other's pieces. An application running
- * a network over and over hands the same filter buffers each time;
- * oneDNN's users reorder their weights once for the same reason.
+ * groups of 32 filters (16 with AVX2), and the implicit GEMM
+ * (conv_implicit.c) into panels of its kernel's rows. Per call, on the
+ * 3x3 256->256 layer at 14x14 that is 2.25 MiB read and written, 4-5% of
+ * a call on two Zen 5 cores and 20-70 us of a 250 us call on the 16-core
+ * host, where the workers of a group wait for each other's pieces. An
+ * application running a network over and over hands the same filter buffers
+ * each time; oneDNN's users reorder their weights once for the same reason.
  *
  * Correctness. An entry is keyed by the filter buffer's content key
  * (services->content_key): the buffer's id, never reused in the process,
@@ -22,6 +23,8 @@
  * its workspace. Entries of destroyed buffers stay until pushed out or
  * until the context goes. */
 #include "filter_cache.h"
+
+#include "conv2d.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -86,7 +89,8 @@ static int same_packing(const locus__filter_key *a, const locus__filter_key *b)
     return a->content[0] == b->content[0] && a->content[1] == b->content[1] &&
            a->filters == b->filters && a->channels == b->channels &&
            a->kernel_h == b->kernel_h && a->kernel_w == b->kernel_w &&
-           a->tile == b->tile && a->node == b->node;
+           a->tile == b->tile && a->depth_block == b->depth_block &&
+           a->node == b->node;
 }
 
 /* The least recently used entry no op is using, or NULL. */
@@ -163,6 +167,28 @@ void locus__filter_cache_lease(locus__filter_cache *cache,
         *out = (locus__filter_lease){slot, memory, 0};
     }
     pthread_mutex_unlock(&cache->lock);
+}
+
+void locus__filter_cache_lease_problem(const locus__conv_problem *pr,
+                                       size_t tile, size_t depth_block,
+                                       size_t bytes, locus__filter_lease *out)
+{
+    const locus_services *services = pr->state->services;
+    uint64_t content[2];
+    *out = (locus__filter_lease){0};
+    if (!services->content_key ||
+        !services->content_key(pr->op, pr->filter, content))
+        return;
+    const locus__conv_shape *sh = &pr->shape;
+    locus__filter_key key = {{content[0], content[1]},
+                             pr->out_channels,
+                             sh->channels,
+                             sh->kernel_h,
+                             sh->kernel_w,
+                             tile,
+                             depth_block,
+                             pr->node};
+    locus__filter_cache_lease(pr->state->filter_cache, &key, bytes, out);
 }
 
 void locus__filter_cache_return(locus__filter_cache *cache,
