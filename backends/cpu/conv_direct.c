@@ -256,21 +256,35 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem)
     direct_plan plan;
     if (!make_plan(problem, &plan))
         return 0;
-    /* A 1x1 stride-1 layer whose output share does not fit a worker's L2:
-     * the direct tile stores into 32 planes at once, in pieces of a line
-     * and a half, which to memory ran at half the speed of the implicit
-     * GEMM's whole output rows (whose input packing is, at 1x1 stride 1,
-     * a plain copy). 1x1 64->256 @56, batch 8, 12.5 MiB of output a
-     * worker on a 2-core Xeon: direct 3.9 ms, GEMM 3.1; at 1.6 MiB a
-     * worker, inside L2, the direct kernel ran it 4-18% faster on the
-     * 16-core host and 10% slower on the 2-core Xeon (batch 1). */
+    /* 1x1 stride-1 layers go to the implicit GEMM (which reads an
+     * unpadded one's image in place, conv_implicit.c) in two cases:
+     *  - the output share does not fit a worker's L2: the direct tile
+     *    stores into 32 planes at once, in pieces of a line and a half,
+     *    which to memory ran at half the speed of the GEMM's whole output
+     *    rows. 1x1 64->256 @56, batch 8, 12.5 MiB of output a worker on a
+     *    2-core Xeon: direct 3.9 ms, GEMM 3.1;
+     *  - unpadded, with positions that fill the GEMM's micro-panels (95%
+     *    of their lanes or more): then the GEMM reads whole micro-panels
+     *    of the image, asking for the next one ahead, where the direct
+     *    tile reads a line and a half of each of C planes. On a 2-core
+     *    Xeon, batch 1, us direct / GEMM: 1x1 64->256 @56 383 / 326,
+     *    256->64 @56 424-457 / 356, 128->512 @28 356-360 / 318-320,
+     *    512->128 @28 353-373 / 332-334. At 14x14 (196 positions, 88% of
+     *    the lanes of 7 micro-panels of 32) the direct kernel won:
+     *    256->1024 305 / 357-359, 1024->256 300-301 / 390-393; at 7x7
+     *    (77%) the two were even (the lane rule below picks the GEMM). */
     const locus__conv_shape *sh = &problem->shape;
     if (sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
-        sh->stride_w == 1 &&
-        (double)problem->batch * (double)problem->out_channels *
-                (double)plan.pq * sizeof(float) / (double)problem->workers >
-            (double)l2_per_worker(problem))
-        return 0;
+        sh->stride_w == 1) {
+        double share = (double)problem->batch * (double)problem->out_channels *
+                       (double)plan.pq * sizeof(float) /
+                       (double)problem->workers;
+        size_t nr = isa->nr;
+        double lanes = (double)plan.pq / (double)(ceil_div(plan.pq, nr) * nr);
+        if (share > (double)l2_per_worker(problem) ||
+            (sh->pad_h == 0 && sh->pad_w == 0 && lanes >= 0.95))
+            return 0;
+    }
     /* The direct kernel saves the implicit GEMM's packing of the input
      * (5-15% of its time, docs/PERFORMANCE.md), so it may waste a little
      * more of its lanes and still win, not much more. */

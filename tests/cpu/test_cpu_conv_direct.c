@@ -283,6 +283,9 @@ static const conv_case layer_3x3_56 = {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_1x1_56 = {1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0};
 static const conv_case layer_1x1_s2 = {1, 64, 56, 56, 256, 1, 1, 2, 2, 0, 0};
 static const conv_case layer_1x1_small = {1, 64, 14, 14, 32, 1, 1, 1, 1, 0, 0};
+static const conv_case layer_1x1_28 = {1, 64, 28, 28, 32, 1, 1, 1, 1, 0, 0};
+static const conv_case layer_1x1_28_pad = {1, 64, 26, 26, 32, 1, 1, 1, 1, 1, 1};
+static const conv_case layer_1x1_7 = {1, 64, 7, 7, 32, 1, 1, 1, 1, 0, 0};
 static const conv_case layer_stem = {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
 static const conv_case layer_3x3_14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1};
 static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
@@ -296,10 +299,22 @@ static const conv_case layer_few = {1, 64, 56, 56, 7, 3, 3, 1, 1, 1, 1};
  *   1x1 64->256 @56: direct 1 * 256/256 = 1; GEMM 1 * 256/264 = 0.970,
  *                    x 0.95 = 0.921, but 1x1 at stride 1 with an output
  *                    of 3.1 MiB a worker, over the L2 (256 KiB where
- *                    there is no topology, as here): the implicit GEMM's
- *                    (conv_direct.c says why). Does not fit.
- *   1x1 64->32 @14: 25 KiB of output, inside L2; direct 1 * 32/32 = 1;
+ *                    there is no topology, as here), and unpadded with
+ *                    PQ 3136 = 98 x 32 filling the GEMM's lanes: the
+ *                    implicit GEMM's (conv_direct.c says why). Does not
+ *                    fit.
+ *   1x1 64->32 @14: 25 KiB of output, inside L2; PQ 196 fills 88% of
+ *                    the lanes of 7 micro-panels; direct 1 * 32/32 = 1;
  *                    GEMM 196/224 * 32/36 = 0.778 -> 0.739. Fits.
+ *   1x1 64->32 @28: 98 KiB of output; PQ 784 fills 98% of the lanes of 25
+ *                    micro-panels, unpadded: the GEMM's, though the lanes
+ *                    favour the direct tile (1 against 0.95 * 784/800 *
+ *                    32/36 = 0.827). Does not fit.
+ *   the same from 26x26 with padding 1: the GEMM would pack it, so the
+ *                    lanes decide. Fits.
+ *   1x1 64->32 @7:   PQ 49 fills 77%: the lanes decide, direct 7/14 * 1 =
+ *                    0.5 against 0.95 * 49/64 * 32/36 = 0.646. Does not
+ *                    fit.
  *   1x1/2 64->256 @56: Q 28 = 2 x 14: direct 1; GEMM PQ 784 = 24.5 x 32,
  *                    784/800 * 256/264 = 0.950 -> 0.903. Fits.
  *   7x7/2 3->64 @224 pad 3: Q 112 = 8 x 14: direct 1; GEMM PQ 12544 =
@@ -314,6 +329,9 @@ static void test_fits_avx512(void)
     expect_fits(&layer_1x1_56, "avx512", 0);
     expect_fits(&layer_1x1_s2, "avx512", 1);
     expect_fits(&layer_1x1_small, "avx512", 1);
+    expect_fits(&layer_1x1_28, "avx512", 0);
+    expect_fits(&layer_1x1_28_pad, "avx512", 1);
+    expect_fits(&layer_1x1_7, "avx512", 0);
     expect_fits(&layer_stem, "avx512", 1);
     expect_fits(&layer_3x3_14, "avx512", 1);
     expect_fits(&layer_few, "avx512", 0);
