@@ -243,9 +243,34 @@ static void resolve(const locus__account *account,
     list->remote_bytes += range->read - local;
 }
 
+/* Merges range into the list's last one where the two spans overlap or
+ * touch and count the same nodes as near: the union's split, scaled to
+ * both reads, is then the record (as for one range of strided rows). A
+ * worker taking its share of an image in pieces reads such spans one
+ * after the other: 1x1 256->64 @56 cut in eight pieces a worker left 30
+ * ranges of 800 pages each to resolve, 6% of the op on a 2-core Xeon. */
+static bool merge_last(locus__range_list *list, const locus__read_range *range)
+{
+    if (list->used == 0)
+        return false;
+    locus__read_range *last = &list->ranges[list->used - 1];
+    uintptr_t a0 = (uintptr_t)last->memory, a1 = a0 + last->bytes;
+    uintptr_t b0 = (uintptr_t)range->memory, b1 = b0 + range->bytes;
+    if (last->near_nodes != range->near_nodes || b0 > a1 || a0 > b1 ||
+        last->read > SIZE_MAX - range->read)
+        return false;
+    uintptr_t lo = a0 < b0 ? a0 : b0, hi = a1 > b1 ? a1 : b1;
+    last->memory = (const void *)lo;
+    last->bytes = (size_t)(hi - lo);
+    last->read += range->read;
+    return true;
+}
+
 static void append(const locus__account *account, locus__range_list *list,
                    const locus__read_range *range)
 {
+    if (merge_last(list, range))
+        return;
     if (list->used == LOCUS__RANGES_PER_LIST) {
         resolve(account, range, list);
         return;

@@ -362,13 +362,16 @@ static void odd_ranges(void)
 }
 
 /* Every worker reads the same strided rows (one row per channel of an
- * image) and records them as one range (locus__account_read_rows). */
+ * image) and records them as one range (locus__account_read_rows), or in
+ * `pieces` ranges of consecutive columns, as a worker taking its share of
+ * an image a piece at a time does: their spans overlap, so the account
+ * merges them into one record, which must give the same sums. */
 #define STRIDED_ROWS 37
 #define STRIDED_ROW_BYTES 1000
 typedef struct strided_reads {
     locus__account *account;
     const unsigned char *base;
-    size_t stride;
+    size_t stride, pieces;
 } strided_reads;
 
 static void read_strided(void *arg, int rank, int ranks)
@@ -376,15 +379,19 @@ static void read_strided(void *arg, int rank, int ranks)
     const strided_reads *job = arg;
     (void)rank;
     (void)ranks;
-    locus__account_read_rows(job->account, job->base + 7, STRIDED_ROW_BYTES,
-                             job->stride, STRIDED_ROWS);
+    for (size_t k = 0; k < job->pieces; k++) {
+        size_t b0 = k * STRIDED_ROW_BYTES / job->pieces,
+               b1 = (k + 1) * STRIDED_ROW_BYTES / job->pieces;
+        locus__account_read_rows(job->account, job->base + 7 + b0, b1 - b0,
+                                 job->stride, STRIDED_ROWS);
+    }
 }
 
 /* Strided rows on one node's pages: exact, every reader's bytes local on
  * that node and remote elsewhere; on interleaved pages an estimate (the
  * span's split scaled), whose local and remote still add up to the bytes
- * read. */
-static void strided_rows(void)
+ * read. Read whole or in `pieces`. */
+static void strided_rows_in(size_t pieces)
 {
     size_t stride = 3 * page + 100;
     size_t bytes = STRIDED_ROWS * stride + page;
@@ -401,7 +408,7 @@ static void strided_rows(void)
         locus__account account;
         if (!accounting_on(buffer, bytes, &host, &account))
             return;
-        strided_reads job = {&account, host, stride};
+        strided_reads job = {&account, host, stride, pieces};
         TEST_OK(locus__pool_run(context->pool, -1, read_strided, &job));
         locus__account_result result;
         locus__account_finish(&account, &result);
@@ -417,21 +424,31 @@ static void strided_rows(void)
         if (interleaved)
             TEST_EXPECT(result.local_bytes + result.remote_bytes == total &&
                             result.local_bytes > 0 && result.remote_bytes > 0,
-                        "strided rows, interleaved: local %llu + remote %llu, "
-                        "expected %llu, both nonzero",
-                        (unsigned long long)result.local_bytes,
+                        "strided rows in %zu piece(s), interleaved: local %llu "
+                        "+ remote %llu, expected %llu, both nonzero",
+                        pieces, (unsigned long long)result.local_bytes,
                         (unsigned long long)result.remote_bytes,
                         (unsigned long long)total);
         else
-            TEST_EXPECT(result.local_bytes == local &&
-                            result.remote_bytes == total - local,
-                        "strided rows on node %d: local %llu remote %llu; "
-                        "truth: local %llu remote %llu",
-                        node_ids[n], (unsigned long long)result.local_bytes,
-                        (unsigned long long)result.remote_bytes,
-                        (unsigned long long)local,
-                        (unsigned long long)(total - local));
+            TEST_EXPECT(
+                result.local_bytes == local &&
+                    result.remote_bytes == total - local,
+                "strided rows in %zu piece(s) on node %d: local %llu "
+                "remote %llu; truth: local %llu remote %llu",
+                pieces, node_ids[n], (unsigned long long)result.local_bytes,
+                (unsigned long long)result.remote_bytes,
+                (unsigned long long)local, (unsigned long long)(total - local));
     }
+}
+
+static void strided_rows(void)
+{
+    strided_rows_in(1);
+}
+
+static void strided_rows_pieces(void)
+{
+    strided_rows_in(7);
 }
 
 static const char *fake_dir;
@@ -543,6 +560,7 @@ int main(int argc, char **argv)
     check("interleaved-reduce-exact", interleaved_reduce);
     check("odd-ranges-exact", odd_ranges);
     check("strided-rows", strided_rows);
+    check("strided-rows-pieces", strided_rows_pieces);
     if (fake_dir)
         check("device-transfers", device_transfers);
     else
