@@ -83,6 +83,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->nr = LOCUS__AVX512_NR;
         isa->sgemm = locus__sgemm_avx512;
         isa->sgemm_strided = locus__sgemm_avx512_strided;
+        isa->sgemm_strided_rows = locus__sgemm_avx512_strided_rows;
         isa->reduce_name = "avx512";
         isa->sum_name = "avx512-block1024-f64";
         isa->sum = locus__sum_avx512;

@@ -21,6 +21,14 @@ typedef void (*locus__sgemm_strided_kernel)(size_t kc, const float *a,
                                             const float *b, size_t ldb,
                                             float *c, size_t ldc, float alpha,
                                             float beta);
+/* The same for the first `rows` (1 <= rows < mr) rows of C only, from
+ * the same packed a (mr floats a step): a filter count's last, partial
+ * row panel, written in place without computing the rows past it. */
+typedef void (*locus__sgemm_strided_rows_kernel)(size_t kc, const float *a,
+                                                 const float *b, size_t ldb,
+                                                 float *c, size_t ldc,
+                                                 float alpha, float beta,
+                                                 size_t rows);
 
 /* Sum of x[0..n) accumulated in double; n >= 1. */
 typedef double (*locus__sum_kernel)(const float *x, size_t n);
@@ -64,6 +72,8 @@ typedef struct locus__cpu_isa {
     size_t mr, nr;
     locus__sgemm_kernel sgemm;
     locus__sgemm_strided_kernel sgemm_strided;
+    /* NULL where partial row panels go through a whole tile. */
+    locus__sgemm_strided_rows_kernel sgemm_strided_rows;
     /* reduce */
     const char *reduce_name; /* min and max, e.g. "avx2" */
     const char *sum_name;    /* e.g. "avx2-block512-f64" */

@@ -53,6 +53,9 @@ void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
 void locus__sgemm_avx512_strided(size_t kc, const float *a, const float *b,
                                  size_t ldb, float *c, size_t ldc, float alpha,
                                  float beta);
+void locus__sgemm_avx512_strided_rows(size_t kc, const float *a, const float *b,
+                                      size_t ldb, float *c, size_t ldc,
+                                      float alpha, float beta, size_t rows);
 double locus__sum_avx512(const float *x, size_t n);
 void locus__pad_rows_avx512(float *dst, size_t dst_stride, const float *src,
                             size_t src_stride, size_t rows, size_t pad,

@@ -22,12 +22,16 @@
  * 0.99 / 0.99 at 48. */
 #define B_PREFETCH_STEPS 32
 
-/* Row i of the tile: c<i>0 and c<i>1 += a[p][i] * the two B vectors. */
+/* Row i of the tile: c<i>0 and c<i>1 += a[p][i] * the two B vectors;
+ * nothing for a row past the R the tile computes (R is a constant once
+ * tile() is inlined, so the test and the unused accumulators vanish). */
 #define ROW(i, p)                                                              \
     do {                                                                       \
-        __m512 ai = _mm512_set1_ps(a[(p)*MR + (i)]);                           \
-        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                            \
-        c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                            \
+        if ((i) < R) {                                                         \
+            __m512 ai = _mm512_set1_ps(a[(p)*MR + (i)]);                       \
+            c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                        \
+            c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                        \
+        }                                                                      \
     } while (0)
 
 /* One step p: rank-1 update of the tile by column p of A and row p of B. */
@@ -97,7 +101,8 @@ static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
  * The packed kernel asks L1 for its own B B_PREFETCH_STEPS ahead. */
 static inline __attribute__((always_inline)) void
 tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
-     size_t ldc, float alpha, float beta, int prefetch_next)
+     size_t ldc, float alpha, float beta, int prefetch_next, const size_t R,
+     size_t rows)
 {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
            c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
@@ -115,7 +120,7 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
      * their own: a test for them in every step, unrolled by 4, ran 64-deep
      * tiles of a 1x1 layer (B rows 12 KiB apart, C a new 3 MiB stretch)
      * at 150 GFLOP/s on a Xeon core, against 164 peeled and unrolled by 2. */
-    size_t p = 0, head = kc < 2 * MR ? kc : 2 * MR;
+    size_t p = 0, head = kc < 2 * rows ? kc : 2 * rows;
 #pragma GCC unroll 2
     for (; p < head; p++) {
         _mm_prefetch((const char *)(c + (p >> 1) * ldc + (p & 1) * 16),
@@ -128,29 +133,56 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     int scale = alpha != 1.0f, read_c = beta != 0.0f;
-    store_row(c + 0 * ldc, c00, c01, va, vb, scale, read_c);
-    store_row(c + 1 * ldc, c10, c11, va, vb, scale, read_c);
-    store_row(c + 2 * ldc, c20, c21, va, vb, scale, read_c);
-    store_row(c + 3 * ldc, c30, c31, va, vb, scale, read_c);
-    store_row(c + 4 * ldc, c40, c41, va, vb, scale, read_c);
-    store_row(c + 5 * ldc, c50, c51, va, vb, scale, read_c);
-    store_row(c + 6 * ldc, c60, c61, va, vb, scale, read_c);
-    store_row(c + 7 * ldc, c70, c71, va, vb, scale, read_c);
-    store_row(c + 8 * ldc, c80, c81, va, vb, scale, read_c);
-    store_row(c + 9 * ldc, c90, c91, va, vb, scale, read_c);
-    store_row(c + 10 * ldc, c100, c101, va, vb, scale, read_c);
-    store_row(c + 11 * ldc, c110, c111, va, vb, scale, read_c);
+    if (rows > 0)
+        store_row(c + 0 * ldc, c00, c01, va, vb, scale, read_c);
+    if (rows > 1)
+        store_row(c + 1 * ldc, c10, c11, va, vb, scale, read_c);
+    if (rows > 2)
+        store_row(c + 2 * ldc, c20, c21, va, vb, scale, read_c);
+    if (rows > 3)
+        store_row(c + 3 * ldc, c30, c31, va, vb, scale, read_c);
+    if (rows > 4)
+        store_row(c + 4 * ldc, c40, c41, va, vb, scale, read_c);
+    if (rows > 5)
+        store_row(c + 5 * ldc, c50, c51, va, vb, scale, read_c);
+    if (rows > 6)
+        store_row(c + 6 * ldc, c60, c61, va, vb, scale, read_c);
+    if (rows > 7)
+        store_row(c + 7 * ldc, c70, c71, va, vb, scale, read_c);
+    if (rows > 8)
+        store_row(c + 8 * ldc, c80, c81, va, vb, scale, read_c);
+    if (rows > 9)
+        store_row(c + 9 * ldc, c90, c91, va, vb, scale, read_c);
+    if (rows > 10)
+        store_row(c + 10 * ldc, c100, c101, va, vb, scale, read_c);
+    if (rows > 11)
+        store_row(c + 11 * ldc, c110, c111, va, vb, scale, read_c);
 }
 
 void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
                          size_t ldc, float alpha, float beta)
 {
-    tile(kc, a, b, NR, c, ldc, alpha, beta, 0);
+    tile(kc, a, b, NR, c, ldc, alpha, beta, 0, MR, MR);
 }
 
 void locus__sgemm_avx512_strided(size_t kc, const float *a, const float *b,
                                  size_t ldb, float *c, size_t ldc, float alpha,
                                  float beta)
 {
-    tile(kc, a, b, ldb, c, ldc, alpha, beta, 1);
+    tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, MR, MR);
+}
+
+/* The first `rows` (< MR) rows only, by a tile of 4, 8 or 12 rows: a
+ * layer's last filter panel. Through a whole tile into a buffer, 4 rows
+ * cost as much as 12, then a copy. */
+void locus__sgemm_avx512_strided_rows(size_t kc, const float *a, const float *b,
+                                      size_t ldb, float *c, size_t ldc,
+                                      float alpha, float beta, size_t rows)
+{
+    if (rows <= 4)
+        tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 4, rows);
+    else if (rows <= 8)
+        tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 8, rows);
+    else
+        tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, MR, rows);
 }
