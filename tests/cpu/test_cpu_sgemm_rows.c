@@ -109,11 +109,8 @@ int main(int argc, char **argv)
     int tested = 0;
     for (size_t t = 0; t < TEST_CPU_ISA_COUNT; t++) {
         const char *name = test_cpu_isas[t];
-        if ((strcmp(name, "avx2") == 0 && !test_cpu_has_avx2_fma()) ||
-            (strcmp(name, "avx512") == 0 && !test_cpu_has_avx512f())) {
-            printf("skipping %s: not supported by this CPU\n", name);
+        if (!test_cpu_runs_table(name))
             continue;
-        }
         locus__cpu_isa isa;
         locus__cpu_isa_init(&isa, name);
         if (!TEST_EXPECT(strcmp(isa.name, name) == 0,
