@@ -518,12 +518,12 @@ static void compute_worker(void *arg, int rank, int ranks)
     worker_band wb = {job->bands + (size_t)rank * plan->band_floats, SIZE_MAX,
                       0, 0};
     size_t u0, u1, limit;
-    while (locus__share_take(&job->shares[rank], 0, plan->band_out, 4, &u0, &u1,
+    while (locus__share_take(&job->shares[rank], 0, plan->band_out, &u0, &u1,
                              &limit))
         run_units(job, &wb, u0, u1, limit, rank, ranks);
     for (int victim;
          (victim = locus__share_largest(job->shares, 0, ranks)) >= 0;)
-        if (locus__share_take(&job->shares[victim], 1, 0, 1, &u0, &u1, &limit))
+        if (locus__share_take(&job->shares[victim], 1, 0, &u0, &u1, &limit))
             run_units(job, &wb, u0, u1, limit, rank, ranks);
 }
 

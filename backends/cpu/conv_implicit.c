@@ -80,12 +80,6 @@
  * a 16-wide run is 4 SSE loads and stores per depth row, about what one
  * call's 12 FMAs per depth row take. */
 #define PACK_CALLS 1
-/* A worker takes at most this part of what is left of its own share at
- * a time, so that others can still steal from its back (shares.h): on
- * the 16-core host workers with the same share of 1x1 64->256 @56, batch
- * 1, ended their own between 43 and 80-110 us in the same call, and one
- * that had taken its whole share at once could not be helped. */
-#define OWNER_PART 4
 
 typedef struct implicit_plan {
     size_t mr, nr;
@@ -457,17 +451,16 @@ static void compute_worker(void *arg, int rank, int ranks)
         return;
     /* The workers sharing these rows start a share of them apart. */
     size_t from = i0 + (i1 - i0) * (size_t)(rank % plan->wp) / (size_t)plan->wp;
-    /* Its own columns a block (at most a quarter of what is left, see
-     * OWNER_PART) at a time, then the others' of the same rows
-     * (shares.h). */
+    /* Its own columns a block (or less, shares.h) at a time, then the
+     * others' of the same rows. */
     int first = rank - rank % plan->wp, end = first + plan->wp;
     size_t t0, t1, limit;
-    while (locus__share_take(&job->shares[rank], 0, plan->block_tiles,
-                             OWNER_PART, &t0, &t1, &limit))
+    while (locus__share_take(&job->shares[rank], 0, plan->block_tiles, &t0, &t1,
+                             &limit))
         run_columns(job, t0, t1, i0, i1, from, bp, band_buffer);
     for (int victim;
          (victim = locus__share_largest(job->shares, first, end)) >= 0;)
-        if (locus__share_take(&job->shares[victim], 1, 0, 1, &t0, &t1, &limit))
+        if (locus__share_take(&job->shares[victim], 1, 0, &t0, &t1, &limit))
             run_columns(job, t0, t1, i0, i1, from, bp, band_buffer);
 }
 

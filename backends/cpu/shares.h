@@ -1,11 +1,15 @@
 /* Shares of a compute job's work that its workers run and steal (the
  * direct convolution's units, the implicit GEMM's micro-panel columns).
  * Each worker starts with an even, contiguous share and runs it from the
- * front; a worker whose share is done takes half of the largest share
- * left from its back. On the 16-core host some workers ran 1.7x slower
- * than the others and some started 15-20 us late, so an even static split
- * ended with the slowest. Which worker runs a unit must never change what
- * the unit computes: the callers' results stay bitwise the same.
+ * front, a piece of at most a quarter of what is left at a time; a worker
+ * whose share is done takes half of the largest share left from its back.
+ * On the 16-core host some workers ran 1.7x slower than the others and
+ * some started 15-20 us late, so an even static split ended with the
+ * slowest; and an owner that took its whole share at once could not be
+ * helped (the implicit GEMM's 16 workers on the 1x1 64->256 @56 layer,
+ * batch 1, ended equal shares between 43 and 80-110 us in one call). Which
+ * worker runs a unit must never change what the unit computes: the callers'
+ * results stay bitwise the same.
  *
  * A share is its range [front, back) in one word (front in the high
  * half), so that the owner taking from the front and a thief taking from
@@ -43,14 +47,17 @@ static inline size_t locus__share_left(locus__share *share)
     return back > front ? back - front : 0;
 }
 
+/* The part of what is left of its share an owner takes at most. */
+#define LOCUS__SHARE_OWNER_PART 4
+
 /* Takes units [*u0, *u1) from the front of a share (its owner: at most
- * `most`, and at most 1/`part` of what is left, rounded up) or from its
- * back (a thief: half); *limit is where the taker's run may go on to (the
- * share's back for the owner, *u1 for a thief). Returns 0 when the share
- * is empty. */
+ * `most`, and at most 1/LOCUS__SHARE_OWNER_PART of what is left, rounded
+ * up) or from its back (a thief: half); *limit is where the taker's run
+ * may go on to (the share's back for the owner, *u1 for a thief). Returns
+ * 0 when the share is empty. */
 static inline int locus__share_take(locus__share *share, int from_back,
-                                    size_t most, size_t part, size_t *u0,
-                                    size_t *u1, size_t *limit)
+                                    size_t most, size_t *u0, size_t *u1,
+                                    size_t *limit)
 {
     uint64_t word = atomic_load_explicit(&share->range, memory_order_relaxed);
     for (;;) {
@@ -58,7 +65,9 @@ static inline int locus__share_take(locus__share *share, int from_back,
                back = (size_t)(word & 0xffffffffu);
         if (front >= back)
             return 0;
-        size_t left = back - front, share_part = (left + part - 1) / part;
+        size_t left = back - front,
+               share_part = (left + LOCUS__SHARE_OWNER_PART - 1) /
+                            LOCUS__SHARE_OWNER_PART;
         size_t count = from_back ? (left + 1) / 2
                                  : (most < share_part ? most : share_part);
         uint64_t next = from_back ? locus__share_word(front, back - count)
