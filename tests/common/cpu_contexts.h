@@ -41,19 +41,6 @@ static inline int test_cpu_has_avx2_fma(void)
 #endif
 }
 
-/* Whether this CPU runs the kernel table named `table` (one of
- * test_cpu_isas); prints "skipping TABLE: not supported by this CPU"
- * where not, for the tests that call a table's kernels directly. */
-static inline int test_cpu_runs_table(const char *table)
-{
-    int runs = strcmp(table, "avx2") == 0     ? test_cpu_has_avx2_fma()
-               : strcmp(table, "avx512") == 0 ? test_cpu_has_avx512f()
-                                              : 1;
-    if (!runs)
-        printf("skipping %s: not supported by this CPU\n", table);
-    return runs;
-}
-
 /* A context forced to isa (NULL: the best) on topology (NULL: this
  * machine) with a worker count (NULL: the default). When the CPU lacks a
  * forced isa, prints "skipping ISA: not supported" and returns NULL

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_contexts.h"
-#include "isa.h"
+#include "cpu_table.h"
 #include "test_util.h"
 
 #define CASES 300
@@ -109,12 +108,8 @@ int main(int argc, char **argv)
     int tested = 0;
     for (size_t t = 0; t < TEST_CPU_ISA_COUNT; t++) {
         const char *name = test_cpu_isas[t];
-        if (!test_cpu_runs_table(name))
-            continue;
         locus__cpu_isa isa;
-        locus__cpu_isa_init(&isa, name);
-        if (!TEST_EXPECT(strcmp(isa.name, name) == 0,
-                         "table %s came back as %s", name, isa.name))
+        if (!test_cpu_table(name, &isa))
             continue;
         if (!isa.sgemm_strided_rows) {
             printf("%s: no partial-row kernel (whole tiles through a "
