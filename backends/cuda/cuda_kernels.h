@@ -28,15 +28,16 @@ extern "C" {
 int locus__cuda_reduce_blocks(int sms);
 size_t locus__cuda_reduce_scratch_bytes(int sms);
 
-/* op: 0 sum, 1 min, 2 max (locus_reduce_op). Writes the result as a double
- * into scratch; locus__cuda_reduce_result_offset() says where. atomic != 0:
- * blocks combine with atomics (sum order then varies from run to run).
- * mapped, when not NULL and not atomic: the device address of mapped
- * pinned host memory that the last block also writes the result to, so
+/* op: 0 sum, 1 min, 2 max (locus_reduce_op); sums take each value times
+ * scale (a power of two: 1, or 2^-64 for a pass that cannot overflow). Writes
+ * the result as a double into scratch; locus__cuda_reduce_result_offset() says
+ * where. atomic != 0: blocks combine with atomics (sum order then varies from
+ * run to run). mapped, when not NULL and not atomic: the device address of
+ * mapped pinned host memory that the last block also writes the result to, so
  * that no copy is needed to read it (one API call less per op). */
-cudaError_t locus__cuda_reduce(const float *x, size_t count, int op, int atomic,
-                               int sms, void *scratch, double *mapped,
-                               cudaStream_t stream);
+cudaError_t locus__cuda_reduce(const float *x, size_t count, float scale,
+                               int op, int atomic, int sms, void *scratch,
+                               double *mapped, cudaStream_t stream);
 size_t locus__cuda_reduce_result_offset(int sms);
 
 /* ---- gemm (gemm.cu) ---- */

@@ -4,6 +4,8 @@
  * (reduce.cu, gemm.cu) on the device's stream and wait for them, so that
  * every op has finished when it returns, as backend.h requires.
  */
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -73,6 +75,39 @@ static int wants_atomic(const locus_reduce_desc *desc)
            desc->allow_atomic != 0;
 }
 
+/* One launch of the reduce kernel with each value times `scale` (sums),
+ * waited for; the result into *result. */
+static locus_status reduce_pass(cuda_state *state, size_t index,
+                                cuda_device *device,
+                                const locus_reduce_desc *desc, const void *x,
+                                float scale, double *result)
+{
+    const int atomic = wants_atomic(desc);
+    double *mapped = atomic ? NULL : device->result_mapped;
+    cudaError_t err = locus__cuda_reduce(
+        x, desc->count, scale, (int)desc->op, atomic, device->compute_units,
+        device->reduce_scratch, mapped, device->stream);
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err,
+                                "reduce launch over %zu elements", desc->count);
+    const char *scratch = device->reduce_scratch;
+    if (mapped == NULL)
+        err = cudaMemcpyAsync(
+            device->result_host,
+            scratch + locus__cuda_reduce_result_offset(device->compute_units),
+            sizeof(double), cudaMemcpyDeviceToHost, device->stream);
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err,
+                                "reading back the reduce result");
+    locus_status status = locus__cuda_sync(state, index, "reduce");
+    if (status != LOCUS_SUCCESS)
+        return status;
+    /* Volatile: the kernel wrote it through the mapping, behind the
+     * compiler's back. */
+    *result = *(volatile double *)device->result_host;
+    return LOCUS_SUCCESS;
+}
+
 locus_status locus__cuda_reduce_op(void *opaque, size_t index,
                                    const locus_reduce_desc *desc, const void *x,
                                    double *result, locus_op_context *op)
@@ -97,35 +132,27 @@ locus_status locus__cuda_reduce_op(void *opaque, size_t index,
     status = reduce_scratch(state, index, device);
     if (status != LOCUS_SUCCESS)
         goto end;
-    const int atomic = wants_atomic(desc);
-    double *mapped = atomic ? NULL : device->result_mapped;
-    cudaError_t err = locus__cuda_reduce(
-        x, desc->count, (int)desc->op, atomic, device->compute_units,
-        device->reduce_scratch, mapped, device->stream);
-    if (err != cudaSuccess) {
-        status = locus__cuda_fail(
-            state, index, err, "reduce launch over %zu elements", desc->count);
-        goto end;
+    /* The threads add in f32, which overflows where the float64 sum does
+     * not (4096 x 3e38); only when the result is not finite, a second pass
+     * over the values scaled by 2^-64 (exact, and unable to overflow)
+     * decides, as in the OpenCL backend (opencl_ops.c). */
+    status = reduce_pass(state, index, device, desc, x, 1.0f, result);
+    const bool scaled = status == LOCUS_SUCCESS &&
+                        desc->op == LOCUS_REDUCE_SUM && !isfinite(*result);
+    if (scaled) {
+        status = reduce_pass(state, index, device, desc, x, ldexpf(1.0f, -64),
+                             result);
+        *result = ldexp(*result, 64);
     }
-    const char *scratch = device->reduce_scratch;
-    if (mapped == NULL)
-        err = cudaMemcpyAsync(
-            device->result_host,
-            scratch + locus__cuda_reduce_result_offset(device->compute_units),
-            sizeof(double), cudaMemcpyDeviceToHost, device->stream);
-    if (err != cudaSuccess) {
-        status = locus__cuda_fail(state, index, err,
-                                  "reading back the reduce result");
-        goto end;
-    }
-    status = locus__cuda_sync(state, index, "reduce");
     if (status != LOCUS_SUCCESS)
         goto end;
-    /* Volatile: the kernel wrote it through the mapping, behind the
-     * compiler's back. */
-    *result = *(volatile double *)device->result_host;
-    locus__cuda_set_algorithm(op, atomic ? "single-pass atomic"
-                                         : "single-pass tree");
+    const int atomic = wants_atomic(desc);
+    if (atomic)
+        locus__cuda_set_algorithm(op, scaled ? "single-pass atomic, scaled pass"
+                                             : "single-pass atomic");
+    else
+        locus__cuda_set_algorithm(op, scaled ? "single-pass tree, scaled pass"
+                                             : "single-pass tree");
 end:
     locus__cuda_end(device);
     return status;

@@ -24,6 +24,10 @@
  * Accumulation: f32 per thread (four lanes), then double from the block
  * tree on; the result is a double, as the CPU backend returns.
  *
+ * Sums take each value times `scale`: 1, or 2^-64 in the host's second
+ * pass when the first one's result is not finite (cuda_ops.c), where the
+ * f32 lanes may have overflowed although the float64 sum does not.
+ *
  * NaN: as the CPU backend, a NaN anywhere makes min and max NaN (and sum,
  * by arithmetic). Among -0 and +0, which one min or max returns is not
  * specified here (the CPU backend keeps the first in index order).
@@ -60,6 +64,24 @@ template <int Op, typename T> __device__ __forceinline__ T combine(T a, T b)
     if (Op == kMin)
         return (a <= b || a != a) ? a : b;
     return (a >= b || a != a) ? a : b;
+}
+
+/* v times scale for sums; min and max take values as they are. */
+template <int Op>
+__device__ __forceinline__ float4 scaled(float4 v, float scale)
+{
+    if (Op == kSum) {
+        v.x *= scale;
+        v.y *= scale;
+        v.z *= scale;
+        v.w *= scale;
+    }
+    return v;
+}
+
+template <int Op> __device__ __forceinline__ float scaled(float v, float scale)
+{
+    return Op == kSum ? v * scale : v;
 }
 
 /* Every thread of the block calls it; thread 0 gets the block's value. */
@@ -111,8 +133,8 @@ template <int Op> __global__ void set_identity(double *result)
 template <int Op, bool Atomic>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(const float *__restrict__ x, size_t count, size_t prefix,
-                  double *partials, double *result, unsigned *counter,
-                  double *mapped)
+                  float scale, double *partials, double *result,
+                  unsigned *counter, double *mapped)
 {
     const float4 *vectors = reinterpret_cast<const float4 *>(x + prefix);
     const size_t vector_count = (count - prefix) / 4;
@@ -127,7 +149,7 @@ __global__ void __launch_bounds__(kThreads)
         float4 v[4];
 #pragma unroll
         for (int u = 0; u < 4; u++)
-            v[u] = __ldg(vectors + i + u * stride);
+            v[u] = scaled<Op>(__ldg(vectors + i + u * stride), scale);
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             acc.x = combine<Op>(acc.x, v[u].x);
@@ -137,16 +159,16 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     for (; i < vector_count; i += stride) {
-        float4 v = __ldg(vectors + i);
+        float4 v = scaled<Op>(__ldg(vectors + i), scale);
         acc.x = combine<Op>(acc.x, v.x);
         acc.y = combine<Op>(acc.y, v.y);
         acc.z = combine<Op>(acc.z, v.z);
         acc.w = combine<Op>(acc.w, v.w);
     }
     if (thread < prefix)
-        acc.x = combine<Op>(acc.x, x[thread]);
+        acc.x = combine<Op>(acc.x, scaled<Op>(x[thread], scale));
     if (thread < count - tail_begin)
-        acc.y = combine<Op>(acc.y, x[tail_begin + thread]);
+        acc.y = combine<Op>(acc.y, scaled<Op>(x[tail_begin + thread], scale));
 
     double value = combine<Op>(combine<Op>((double)acc.x, (double)acc.y),
                                combine<Op>((double)acc.z, (double)acc.w));
@@ -205,7 +227,7 @@ constexpr size_t kWarpMaxCount = 2048;
 template <int Op>
 __global__ void __launch_bounds__(32)
     reduce_warp(const float *__restrict__ x, size_t count, size_t prefix,
-                double *result, double *mapped)
+                float scale, double *result, double *mapped)
 {
     const float4 *vectors = reinterpret_cast<const float4 *>(x + prefix);
     const size_t vector_count = (count - prefix) / 4;
@@ -213,16 +235,17 @@ __global__ void __launch_bounds__(32)
     float4 acc = make_float4(identity<Op, float>(), identity<Op, float>(),
                              identity<Op, float>(), identity<Op, float>());
     for (size_t i = threadIdx.x; i < vector_count; i += 32) {
-        float4 v = __ldg(vectors + i);
+        float4 v = scaled<Op>(__ldg(vectors + i), scale);
         acc.x = combine<Op>(acc.x, v.x);
         acc.y = combine<Op>(acc.y, v.y);
         acc.z = combine<Op>(acc.z, v.z);
         acc.w = combine<Op>(acc.w, v.w);
     }
     if (threadIdx.x < prefix)
-        acc.x = combine<Op>(acc.x, x[threadIdx.x]);
+        acc.x = combine<Op>(acc.x, scaled<Op>(x[threadIdx.x], scale));
     if (threadIdx.x < count - tail_begin)
-        acc.y = combine<Op>(acc.y, x[tail_begin + threadIdx.x]);
+        acc.y =
+            combine<Op>(acc.y, scaled<Op>(x[tail_begin + threadIdx.x], scale));
     double value = combine<Op>(combine<Op>((double)acc.x, (double)acc.y),
                                combine<Op>((double)acc.z, (double)acc.w));
     for (int offset = 16; offset > 0; offset /= 2)
@@ -236,9 +259,9 @@ __global__ void __launch_bounds__(32)
 }
 
 template <int Op>
-cudaError_t launch(const float *x, size_t count, int atomic, int blocks,
-                   double *partials, double *result, unsigned *counter,
-                   double *mapped, cudaStream_t stream)
+cudaError_t launch(const float *x, size_t count, float scale, int atomic,
+                   int blocks, double *partials, double *result,
+                   unsigned *counter, double *mapped, cudaStream_t stream)
 {
     const uintptr_t address = reinterpret_cast<uintptr_t>(x);
     size_t prefix = ((16 - address % 16) % 16) / sizeof(float);
@@ -252,16 +275,17 @@ cudaError_t launch(const float *x, size_t count, int atomic, int blocks,
         wanted = 1;
     const unsigned grid = (unsigned)(wanted < (size_t)blocks ? wanted : blocks);
     if (!atomic && count <= kWarpMaxCount) {
-        reduce_warp<Op><<<1, 32, 0, stream>>>(x, count, prefix, result, mapped);
+        reduce_warp<Op>
+            <<<1, 32, 0, stream>>>(x, count, prefix, scale, result, mapped);
         return cudaGetLastError();
     }
     if (atomic) {
         set_identity<Op><<<1, 1, 0, stream>>>(result);
         reduce_kernel<Op, true><<<grid, kThreads, 0, stream>>>(
-            x, count, prefix, partials, result, counter, nullptr);
+            x, count, prefix, scale, partials, result, counter, nullptr);
     } else {
         reduce_kernel<Op, false><<<grid, kThreads, 0, stream>>>(
-            x, count, prefix, partials, result, counter, mapped);
+            x, count, prefix, scale, partials, result, counter, mapped);
     }
     return cudaGetLastError();
 }
@@ -284,8 +308,9 @@ extern "C" size_t locus__cuda_reduce_scratch_bytes(int sms)
     return locus__cuda_reduce_result_offset(sms) + 2 * sizeof(double);
 }
 
-extern "C" cudaError_t locus__cuda_reduce(const float *x, size_t count, int op,
-                                          int atomic, int sms, void *scratch,
+extern "C" cudaError_t locus__cuda_reduce(const float *x, size_t count,
+                                          float scale, int op, int atomic,
+                                          int sms, void *scratch,
                                           double *mapped, cudaStream_t stream)
 {
     if (x == nullptr || scratch == nullptr || count == 0)
@@ -298,14 +323,14 @@ extern "C" cudaError_t locus__cuda_reduce(const float *x, size_t count, int op,
     unsigned *counter = reinterpret_cast<unsigned *>(result + 1);
     switch (op) {
     case kSum:
-        return launch<kSum>(x, count, atomic, blocks, partials, result, counter,
-                            mapped, stream);
+        return launch<kSum>(x, count, scale, atomic, blocks, partials, result,
+                            counter, mapped, stream);
     case kMin:
-        return launch<kMin>(x, count, atomic, blocks, partials, result, counter,
-                            mapped, stream);
+        return launch<kMin>(x, count, scale, atomic, blocks, partials, result,
+                            counter, mapped, stream);
     case kMax:
-        return launch<kMax>(x, count, atomic, blocks, partials, result, counter,
-                            mapped, stream);
+        return launch<kMax>(x, count, scale, atomic, blocks, partials, result,
+                            counter, mapped, stream);
     }
     return cudaErrorInvalidValue;
 }

@@ -8,6 +8,7 @@
  * accurate as TF32 asks; OpenCL C has no portable tensor-core path.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -141,6 +142,64 @@ static cl_int wait_polling(const opencl_device *device, cl_event event)
 
 #define REDUCE_MIN_PER_ITEM 16
 
+/* One pass of the reduce kernel over x with each value multiplied by
+ * `scale` (sums only), the group partials combined on the host. */
+static locus_status reduce_pass(opencl_state *state, size_t index,
+                                opencl_device *device,
+                                const locus_reduce_desc *desc, const void *x,
+                                size_t groups, size_t per_group,
+                                cl_mem partial_buffer, float *into,
+                                cl_float scale, double *result)
+{
+    const size_t rwg = device->tuning.rwg;
+    cl_int err = CL_SUCCESS;
+    const char *failed = "";
+    const cl_mem input = (cl_mem)(uintptr_t)x;
+    const cl_ulong n = desc->count, span = per_group;
+    const cl_int which = (cl_int)desc->op;
+    const opencl_arg args[] = {
+        {sizeof(cl_mem), &input}, {sizeof n, &n},
+        {sizeof span, &span},     {sizeof which, &which},
+        {sizeof scale, &scale},   {sizeof(cl_mem), &partial_buffer},
+    };
+    err = locus__opencl_enqueue_1d(device, device->reduce, args,
+                                   sizeof args / sizeof args[0], groups * rwg,
+                                   rwg, &failed);
+    /* Submit the kernel now, so that it runs while the read is enqueued,
+     * rather than at the flush after the read. */
+    if (err == CL_SUCCESS) {
+        failed = "clFlush";
+        err = clFlush(device->queue);
+    }
+    if (err == CL_SUCCESS) {
+        cl_event done = NULL;
+        failed = "clEnqueueReadBuffer";
+        err = clEnqueueReadBuffer(device->queue, partial_buffer, CL_FALSE, 0,
+                                  groups * sizeof(float), into, 0, NULL, &done);
+        if (err == CL_SUCCESS) {
+            failed = "clFlush";
+            err = clFlush(device->queue);
+        }
+        if (err == CL_SUCCESS) {
+            failed = "clGetEventInfo";
+            err = wait_polling(device, done);
+        }
+        /* A read left pending by a failure must not land in `partials`
+         * after it is freed, nor in the staging after its next use. */
+        if (err != CL_SUCCESS && done != NULL)
+            clWaitForEvents(1, &done);
+        if (done != NULL)
+            clReleaseEvent(done);
+    }
+    if (err != CL_SUCCESS)
+        return op_fail(state, index, device, err, failed, "reduce");
+    double acc = into[0];
+    for (size_t g = 1; g < groups; g++)
+        acc = combine(desc->op, acc, into[g]);
+    *result = acc;
+    return LOCUS_SUCCESS;
+}
+
 locus_status locus__opencl_reduce(void *opaque, size_t index,
                                   const locus_reduce_desc *desc, const void *x,
                                   double *result, locus_op_context *op)
@@ -186,7 +245,6 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     groups = (desc->count + per_group - 1) / per_group;
 
     cl_int err = CL_SUCCESS;
-    const char *failed = "";
     /* Into pinned memory where the driver gives some, and waited for by
      * polling on GPUs: on the H200 both together took a 2^20-float reduce
      * from 20.8 to 16.0 us and an empty one from 18.2 to 12.5
@@ -220,54 +278,27 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
                          "reduce partials");
         goto release;
     }
-    const cl_mem input = (cl_mem)(uintptr_t)x;
-    const cl_ulong n = desc->count, span = per_group;
-    const cl_int which = (cl_int)desc->op;
-    const opencl_arg args[] = {
-        {sizeof(cl_mem), &input},
-        {sizeof n, &n},
-        {sizeof span, &span},
-        {sizeof which, &which},
-        {sizeof(cl_mem), &partial_buffer},
-    };
-    err = locus__opencl_enqueue_1d(device, device->reduce, args,
-                                   sizeof args / sizeof args[0], groups * rwg,
-                                   rwg, &failed);
-    /* Submit the kernel now, so that it runs while the read is enqueued,
-     * rather than at the flush after the read. */
-    if (err == CL_SUCCESS) {
-        failed = "clFlush";
-        err = clFlush(device->queue);
+    /* The kernel adds in f32, which overflows where the float64 sum does
+     * not (4096 x 3e38), and where an infinity is in the input the result
+     * is not finite either. Only then a second pass over x scaled by 2^-64
+     * decides: the scaling is exact for all but values below 2^-62, far
+     * under the sum's rounding; the scaled values cannot overflow however
+     * many are added (2^40 x FLT_MAX x 2^-64 is still finite in f32); inf
+     * and NaN stay as they are. Scaled back, it is the float64 sum's result
+     * (locus.h). */
+    status = reduce_pass(state, index, device, desc, x, groups, per_group,
+                         partial_buffer, into, 1.0f, result);
+    const bool scaled = status == LOCUS_SUCCESS &&
+                        desc->op == LOCUS_REDUCE_SUM && !isfinite(*result);
+    if (scaled) {
+        status = reduce_pass(state, index, device, desc, x, groups, per_group,
+                             partial_buffer, into, ldexpf(1.0f, -64), result);
+        *result = ldexp(*result, 64);
     }
-    if (err == CL_SUCCESS) {
-        cl_event done = NULL;
-        failed = "clEnqueueReadBuffer";
-        err = clEnqueueReadBuffer(device->queue, partial_buffer, CL_FALSE, 0,
-                                  groups * sizeof(float), into, 0, NULL, &done);
-        if (err == CL_SUCCESS) {
-            failed = "clFlush";
-            err = clFlush(device->queue);
-        }
-        if (err == CL_SUCCESS) {
-            failed = "clGetEventInfo";
-            err = wait_polling(device, done);
-        }
-        /* A read left pending by a failure must not land in `partials`
-         * after it is freed, nor in the staging after its next use. */
-        if (err != CL_SUCCESS && done != NULL)
-            clWaitForEvents(1, &done);
-        if (done != NULL)
-            clReleaseEvent(done);
-    }
-    if (err != CL_SUCCESS) {
-        status = op_fail(state, index, device, err, failed, "reduce");
+    if (status != LOCUS_SUCCESS)
         goto release;
-    }
-    double acc = into[0];
-    for (size_t g = 1; g < groups; g++)
-        acc = combine(desc->op, acc, into[g]);
-    *result = acc;
-    locus__opencl_set_algorithm(op, "tree partials + host");
+    locus__opencl_set_algorithm(op, scaled ? "tree partials + host, scaled pass"
+                                           : "tree partials + host");
 release:
     free(partials);
     pthread_mutex_unlock(&device->lock);

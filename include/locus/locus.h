@@ -446,7 +446,19 @@ typedef struct locus_reduce_desc {
 
 LOCUS_API void locus_reduce_desc_init(locus_reduce_desc *desc);
 
-/* Every op takes a device, or NULL for the scheduler's choice (LOCUS_DEVICE),
+/* The same rules hold on every backend and device, so the scheduler's
+ * choice never changes an answer:
+ * - sum: the float64 sum of the f32 values, within 1e-6 of their sum of
+ *   |x| (the backends add short f32 blocks into double, or compensate).
+ *   Values whose f32 sum would overflow still give the finite float64
+ *   result (4096 x 3e38 is 1.2288e42); the f32 inputs cannot overflow
+ *   the float64 sum. Infinities of one sign give that infinity, +inf with
+ *   -inf gives NaN, and any NaN gives NaN.
+ * - min, max: any NaN in the input gives NaN; infinities are values like
+ *   any other. Where the extreme is a zero, the CPU backend returns the
+ *   first zero in index order (its sign); the GPU backends may return
+ *   either sign.
+ * Every op takes a device, or NULL for the scheduler's choice (LOCUS_DEVICE),
  * and an optional record to fill (NULL: none). */
 LOCUS_API locus_status locus_reduce(locus_context *context,
                                     locus_device *device,

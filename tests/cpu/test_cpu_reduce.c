@@ -11,6 +11,7 @@
 #include <locus/locus.h>
 
 #include "cpu_contexts.h"
+#include "ieee_reduce.h"
 #include "test_util.h"
 
 /* The sum is accumulated in at least float64 per worker, so even a long
@@ -281,6 +282,9 @@ static void test_isa(const char *isa)
         test_device(ctx, dev);
         test_long_sum(ctx, dev);
         test_signed_zeros(ctx, dev);
+        int failures = ieee_reduce_check(ctx, dev, isa, 0);
+        TEST_EXPECT(failures == 0, "%s: %d IEEE reduce case(s) wrong", isa,
+                    failures);
     }
 
     size_t at = 0;

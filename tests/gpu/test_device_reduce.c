@@ -2,8 +2,10 @@
  * min and max over counts that are not multiples of any vector or group
  * size, from 1 element to a few million; the deterministic default repeats
  * bit for bit, the atomic variant agrees within the tolerance; a NaN makes
- * min and max NaN. */
+ * min and max NaN; the IEEE rules (tests/common/ieee_reduce.h). */
 #include "device_test.h"
+
+#include "../common/ieee_reduce.h"
 
 static const size_t counts[] = {
     1,      2, 3, 4, 5, 7, 33, 1000, 1023, 4099, 65537, 1000003, (1u << 20) + 3,
@@ -125,6 +127,16 @@ int main(void)
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         check_count(context, gpu, counts[i]);
     check_nan(context, gpu);
+    for (int atomic = 0; atomic <= 1; atomic++) {
+        int failures =
+            ieee_reduce_check(context, gpu, DEVICE_TEST_BACKEND, atomic);
+        CHECK(failures == 0, "%d IEEE reduce case(s) wrong (atomic %d)",
+              failures, atomic);
+    }
+    /* With no device the scheduler moves the op between this device and
+     * the CPU as the count grows: the answers must not change. */
+    CHECK(ieee_reduce_check(context, NULL, "auto", 0) == 0,
+          "IEEE reduce cases wrong with the scheduler's choice");
     locus_context_destroy(context);
     return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_reduce");
 }

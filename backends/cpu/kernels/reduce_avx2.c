@@ -42,7 +42,11 @@ double locus__sum_avx2(const float *x, size_t n)
         tail += (double)x[i];
     double lanes[4];
     _mm256_storeu_pd(lanes, total);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail;
+    const double sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail;
+    /* An f32 block sum overflows where the float64 sum does not (eight
+     * values of 3e38 in a lane); a result that is not finite is decided
+     * by the kernel that adds each value in double (kernels.h). */
+    return isfinite(sum) ? sum : locus__sum_generic(x, n);
 }
 
 /* MIN is 1 for min, 0 for max. */

@@ -45,9 +45,13 @@ double locus__sum_avx512(const float *x, size_t n)
         tail += (double)x[i];
     double lanes[8];
     _mm512_storeu_pd(lanes, total);
-    return (((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-            ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))) +
-           tail;
+    const double sum = (((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                        ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))) +
+                       tail;
+    /* An f32 block sum overflows where the float64 sum does not (eight
+     * values of 3e38 in a lane); a result that is not finite is decided
+     * by the kernel that adds each value in double (kernels.h). */
+    return isfinite(sum) ? sum : locus__sum_generic(x, n);
 }
 
 /* min is 1 for min, 0 for max. */

@@ -6,7 +6,12 @@
  * work-items stride through it (coalesced on GPUs), then a tree in local
  * memory combines them. Sums are compensated (Kahan) per work-item, since
  * one work-item may add up millions of values; the op is bound by memory,
- * so the extra flops cost nothing. min and max propagate NaN, as the CPU backend does. */
+ * so the extra flops cost nothing. A compensation is kept only while the
+ * running sum is finite: past an infinity, (t - acc) - y is inf - inf, a
+ * NaN that would replace the inf the IEEE sum gives. Sums take each value
+ * times `scale`: 1, or 2^-64 in the host's second pass after an f32
+ * overflow (opencl_ops.c). min and max propagate NaN, as the CPU backend
+ * does. */
 #define LOCUS_SUM 0
 #define LOCUS_MIN 1
 #define LOCUS_MAX 2
@@ -41,7 +46,7 @@ static float4 combine4(int op, float4 acc, float4 v)
  * and the tail are combined in a fixed order: deterministic. */
 __kernel __attribute__((reqd_work_group_size(RWG, 1, 1))) void
 locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
-             __global float *partials)
+             float scale, __global float *partials)
 {
     __local float scratch[RWG];
     const uint l = get_local_id(0);
@@ -57,9 +62,9 @@ locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
         float4 compensation = (float4)(0.0f);
 #pragma unroll 4
         for (ulong i = begin / 4 + l; i < whole_end / 4; i += RWG) {
-            const float4 y = x4[i] - compensation;
+            const float4 y = x4[i] * scale - compensation;
             const float4 t = acc4 + y;
-            compensation = (t - acc4) - y;
+            compensation = select((float4)(0.0f), (t - acc4) - y, isfinite(t));
             acc4 = t;
         }
     } else {
@@ -70,7 +75,9 @@ locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
     float acc = combine(op, combine(op, acc4.x, acc4.y),
                         combine(op, acc4.z, acc4.w));
     if (whole_end + l < end)
-        acc = combine(op, acc, x[whole_end + l]);
+        acc = combine(op, acc,
+                      op == LOCUS_SUM ? x[whole_end + l] * scale
+                                      : x[whole_end + l]);
     scratch[l] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint s = RWG / 2; s > 0; s >>= 1) {
@@ -120,9 +127,20 @@ static float8 block8(int op, __global const float8 *x)
     return combine8(op, combine8(op, s0, s1), combine8(op, s2, s3));
 }
 
+/* block8's sum of the values times scale (a power of two: 1 or 2^-64),
+ * so that the host's second pass cannot overflow inside a block. */
+static float8 block8_sum(__global const float8 *x, float scale)
+{
+    const float8 s0 = x[0] * scale + x[1] * scale;
+    const float8 s1 = x[2] * scale + x[3] * scale;
+    const float8 s2 = x[4] * scale + x[5] * scale;
+    const float8 s3 = x[6] * scale + x[7] * scale;
+    return (s0 + s1) + (s2 + s3);
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
-             __global float *partials)
+             float scale, __global float *partials)
 {
     const size_t g = get_group_id(0);
     const ulong begin = g * per_group;
@@ -140,10 +158,10 @@ locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
         float8 compensation = (float8)(0.0f);
         for (ulong i = head; i < block_end; i += BLOCK) {
             const float8 y =
-                block8(LOCUS_SUM, (__global const float8 *)(x + i)) -
+                block8_sum((__global const float8 *)(x + i), scale) -
                 compensation;
             const float8 t = acc + y;
-            compensation = (t - acc) - y;
+            compensation = select((float8)(0.0f), (t - acc) - y, isfinite(t));
             acc = t;
         }
     } else {
@@ -151,15 +169,17 @@ locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
             acc =
                 combine8(op, acc, block8(op, (__global const float8 *)(x + i)));
     }
+    /* Sums only: min and max take scale as 1. */
+    const float factor = op == LOCUS_SUM ? scale : 1.0f;
     float result = identity;
     for (ulong i = begin; i < head; i++)
-        result = combine(op, result, x[i]);
+        result = combine(op, result, x[i] * factor);
     const float lanes[8] = {acc.s0, acc.s1, acc.s2, acc.s3,
                             acc.s4, acc.s5, acc.s6, acc.s7};
     for (int l = 0; l < 8; l++)
         result = combine(op, result, lanes[l]);
     for (ulong i = block_end; i < end; i++)
-        result = combine(op, result, x[i]);
+        result = combine(op, result, x[i] * factor);
     partials[g] = result;
 }
 
