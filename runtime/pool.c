@@ -185,6 +185,25 @@ static void *worker_main(void *argument)
     return NULL;
 }
 
+/* The default worker count on a topology that is not this machine's
+ * (LOCUS_TOPOLOGY: a file or a synthetic description): one a described
+ * core, but at most four times the cpus this process really runs on (a
+ * what-if of 4096 cores started 4096 threads on 2 cores, and 32768 ran
+ * out of memory), and never fewer than one a node, so each node still has
+ * workers. An explicit LOCUS_THREADS is taken as given, up to the
+ * described PUs. */
+#define FOREIGN_WORKERS_PER_CPU 4
+
+static int foreign_default_cap(int node_count)
+{
+    cpu_set_t set;
+    int real = 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        real = CPU_COUNT(&set);
+    int cap = real * FOREIGN_WORKERS_PER_CPU;
+    return cap > node_count ? cap : node_count;
+}
+
 /* One cpu per core (its first allowed PU), or PUs when more threads than
  * cores are asked for; taken round-robin over nodes so that a pool smaller
  * than the machine still spans every node, then sorted by node. */
@@ -210,8 +229,13 @@ static int choose_cpus(const locus__topology *topology, int threads,
     if (cores_allowed == 0)
         cores_allowed = pus_allowed; /* topologies without core objects */
     *available = pus_allowed;
-    if (threads == 0)
+    if (threads == 0) {
         threads = cores_allowed;
+        if (!topology->is_this_system) {
+            int cap = foreign_default_cap(node_count);
+            threads = threads < cap ? threads : cap;
+        }
+    }
     if (threads > pus_allowed || threads == 0)
         return -1;
     bool per_pu = threads > cores_allowed || core_count == 0;

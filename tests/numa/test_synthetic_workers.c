@@ -1,7 +1,9 @@
 /* Worker grouping on a synthetic two-node topology: workers are ordered by
  * node, node groups are contiguous and balanced, CPU devices exist per node,
  * and the topology says that binding is not real there. */
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "context.h"
 #include "expect_error.h"
@@ -113,12 +115,69 @@ static void test_synthetic_placement_is_not_claimed(void)
     locus_context_destroy(context);
 }
 
+/* The default on a described topology: one worker a core, at most four
+ * a cpu this process runs on, at least one a node (pool.c). */
+static int foreign_default(int cores, int nodes)
+{
+    cpu_set_t set;
+    int real = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set)
+                   ? CPU_COUNT(&set)
+                   : 1;
+    int cap = 4 * real > nodes ? 4 * real : nodes;
+    return cores < cap ? cores : cap;
+}
+
+/* Thousands of described cores start a bounded pool, quickly, whose ops
+ * are still right (4096 threads were started on 2 cores before). */
+static void check_large_description(const char *topology, int cores, int nodes)
+{
+    struct timespec begin, end;
+    clock_gettime(CLOCK_MONOTONIC, &begin);
+    locus_context *context = make(topology, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    if (!context)
+        return;
+    int size = locus__pool_size(context->pool);
+    TEST_EXPECT(size == foreign_default(cores, nodes),
+                "%s: %d workers, expected %d", topology, size,
+                foreign_default(cores, nodes));
+    double seconds = (double)(end.tv_sec - begin.tv_sec) +
+                     1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
+    printf("%s: %d workers, context in %.3f s\n", topology, size, seconds);
+    float ones[1000];
+    for (int i = 0; i < 1000; i++)
+        ones[i] = 1.0f;
+    locus_buffer *buffer = NULL;
+    if (TEST_OK(locus_buffer_create(context, sizeof ones, NULL, &buffer)) ==
+            LOCUS_SUCCESS &&
+        TEST_OK(locus_buffer_write(buffer, 0, ones, sizeof ones)) ==
+            LOCUS_SUCCESS) {
+        locus_reduce_desc desc;
+        locus_reduce_desc_init(&desc);
+        desc.count = 1000;
+        double sum = 0;
+        /* On the whole pool: with device NULL the first op would calibrate
+         * each of the 65 cpu devices first (issue #20's first-op item). */
+        locus_device *cpu = NULL;
+        TEST_OK(locus_device_find(context, "cpu", &cpu));
+        TEST_OK(locus_reduce(context, cpu, &desc, buffer, &sum, NULL));
+        TEST_EXPECT(sum == 1000, "%s: sum %g", topology, sum);
+    }
+    locus_buffer_destroy(buffer);
+    locus_context_destroy(context);
+}
+
 int main(void)
 {
     check_grouping("synthetic:node:2 core:2 pu:1", NULL, 4, 2);
     check_grouping("synthetic:node:2 core:2 pu:1", "2", 2, 2);
     check_grouping("synthetic:node:2 core:2 pu:2", "6", 6, 2);
-    check_grouping("synthetic:pack:2 node:2 core:3 pu:1", NULL, 12, 4);
+    check_grouping("synthetic:pack:2 node:2 core:3 pu:1", NULL,
+                   foreign_default(12, 4), 4);
+    check_large_description("synthetic:node:4 core:1024 pu:1", 4096, 4);
+    /* The issue's node:64 core:512 starts 64 workers too, but hwloc alone
+     * takes 12 s to build those 32768 PUs here: 64 a node shows the cap. */
+    check_large_description("synthetic:node:64 core:64 pu:1", 4096, 64);
     test_synthetic_placement_is_not_claimed();
     return test_exit_code();
 }
