@@ -1,6 +1,7 @@
 #include "plugin.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,13 @@ bool locus__plugin_abi_ok(const locus_backend *table, char *reason,
 
 /* The directory liblocus itself was loaded from, plus "/locus": a relocated
  * install still finds its modules. */
+/* A backend's init and fini set up and tear down process-wide driver
+ * state (an OpenCL ICD's platforms, the CUDA driver): PoCL 3.1's is not
+ * thread-safe, and contexts created from several threads at once crashed
+ * in its first clGetDeviceInfo. One lock for every backend, so that no
+ * module has to know; held only while a context starts or stops. */
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static const char address_in_this_library;
 
 static bool library_relative_dir(char *dir, size_t capacity)
@@ -150,11 +158,13 @@ void locus__plugin_init(locus__backend_slot *slot,
         return;
     char reason[sizeof slot->reason] = "";
     size_t devices = 0;
+    pthread_mutex_lock(&setup_lock);
     locus_status status = slot->table->init(services, runtime, &slot->state,
                                             &devices, reason, sizeof reason);
+    if (status == LOCUS_SUCCESS && devices == 0 && slot->table->fini)
+        slot->table->fini(slot->state);
+    pthread_mutex_unlock(&setup_lock);
     if (status != LOCUS_SUCCESS || devices == 0) {
-        if (status == LOCUS_SUCCESS && slot->table->fini)
-            slot->table->fini(slot->state);
         slot->state = NULL;
         set_reason(slot, "%s",
                    reason[0]                 ? reason
@@ -176,8 +186,11 @@ void locus__plugin_init(locus__backend_slot *slot,
 
 void locus__plugin_unload(locus__backend_slot *slot)
 {
-    if (slot->available && slot->table->fini)
+    if (slot->available && slot->table->fini) {
+        pthread_mutex_lock(&setup_lock);
         slot->table->fini(slot->state);
+        pthread_mutex_unlock(&setup_lock);
+    }
     /* Modules stay mapped (RTLD_NODELETE): driver stacks such as an OpenCL
      * ICD do not survive being unloaded and loaded again. */
     if (slot->module)
