@@ -13,6 +13,7 @@
 
 #include "cpu_inline.h"
 #include "record.h"
+#include "safe_file.h"
 #include "scheduler.h"
 #include "status.h"
 
@@ -578,6 +579,10 @@ static bool calibration_key(locus_context *context, const locus_device *device,
     return true;
 }
 
+/* Why the last cache_dir() of this thread failed, for the warning and
+ * for `locus calibrate`'s exit status. */
+static _Thread_local char cache_dir_failure[300];
+
 /* $XDG_CACHE_HOME/locus, else ~/.cache/locus; made when missing. */
 static bool cache_dir(char *dir, size_t size)
 {
@@ -588,15 +593,26 @@ static bool cache_dir(char *dir, size_t size)
         written = snprintf(dir, size, "%s/locus", xdg);
     else if (home && home[0] == '/')
         written = snprintf(dir, size, "%s/.cache/locus", home);
-    else
+    else {
+        snprintf(cache_dir_failure, sizeof cache_dir_failure,
+                 "no cache directory: neither XDG_CACHE_HOME nor HOME is an "
+                 "absolute path");
         return false;
-    if (written < 0 || (size_t)written >= size)
+    }
+    if (written < 0 || (size_t)written >= size) {
+        snprintf(cache_dir_failure, sizeof cache_dir_failure,
+                 "the cache directory's path is too long");
         return false;
+    }
     /* Each level in turn, as mkdir -p does. */
     for (char *slash = strchr(dir + 1, '/');; slash = strchr(slash + 1, '/')) {
         if (slash)
             *slash = '\0';
         bool made = mkdir(dir, 0755) == 0 || errno == EEXIST;
+        if (!made)
+            snprintf(cache_dir_failure, sizeof cache_dir_failure,
+                     "cannot make the cache directory %.200s: %s", dir,
+                     strerror(errno));
         if (slash)
             *slash = '/';
         if (!made)
@@ -622,9 +638,14 @@ static bool cache_paths(const char *key, char *path, char *lock_path,
 static bool read_cache(locus_context *context, const char *path,
                        const char *key, locus__rates *rates)
 {
-    FILE *file = fopen(path, "rb");
-    if (!file)
+    const char *why = "";
+    FILE *file = locus__fopen_regular_read(path, O_NOFOLLOW, &why);
+    if (!file) {
+        if (errno != ENOENT)
+            locus__log(context, LOCUS_LOG_WARN,
+                       "calibration cache %s not read: %s", path, why);
         return false;
+    }
     char text[MAX_FILE_BYTES + 1];
     size_t length = fread(text, 1, sizeof text, file);
     bool read_error = ferror(file) != 0;
@@ -642,30 +663,92 @@ static bool read_cache(locus_context *context, const char *path,
 
 /* Written to a file of its own and renamed over the old one, so that
  * another process (an MPI rank) reads the old file or the new one, never a
- * half-written one. */
-static void write_cache(locus_context *context, const char *path,
+ * half-written one. The temporary is made by mkstemp (O_EXCL, a name no
+ * one can plant a link at beforehand) in the cache directory; rename()
+ * replaces a link at `path` itself rather than following it. Mode 0644,
+ * as the file had before: the figures are not secret; the threat is a
+ * cache directory others can write, where a planted link redirected the
+ * write (docs/SCHEDULER.md). */
+static bool write_cache(locus_context *context, const char *path,
                         const char *key, const locus__rates *rates)
 {
     char text[MAX_FILE_BYTES];
     size_t length = locus__calibration_format(rates, key, text, sizeof text);
     char temporary[4200];
-    int written = snprintf(temporary, sizeof temporary, "%s.%ld.tmp", path,
-                           (long)getpid());
-    bool ok = length < sizeof text && written > 0 &&
-              (size_t)written < sizeof temporary;
-    int fd = ok ? open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
-    ok = fd >= 0 && write(fd, text, length) == (ssize_t)length;
-    if (fd >= 0 && close(fd) != 0)
+    int written = snprintf(temporary, sizeof temporary, "%s.tmp-XXXXXX", path);
+    if (length >= sizeof text || written <= 0 ||
+        (size_t)written >= sizeof temporary) {
+        locus__log(context, LOCUS_LOG_WARN,
+                   "could not write the calibration cache %s: path or "
+                   "contents too long",
+                   path);
+        return false;
+    }
+    const char *failed = "mkstemp";
+    int fd = mkstemp(temporary);
+    bool ok = fd >= 0;
+    if (ok) {
+        failed = "write";
+        ok =
+            fchmod(fd, 0644) == 0 && write(fd, text, length) == (ssize_t)length;
+    }
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        failed = "close";
         ok = false;
-    if (ok && rename(temporary, path) != 0)
+    }
+    if (ok && rename(temporary, path) != 0) {
+        failed = "rename";
         ok = false;
+    }
     if (!ok) {
+        int saved = errno;
         if (fd >= 0)
             unlink(temporary);
         locus__log(context, LOCUS_LOG_WARN,
-                   "could not write the calibration cache %s: %s", path,
-                   strerror(errno));
+                   "could not write the calibration cache %s: %s: %s", path,
+                   failed, strerror(saved));
     }
+    return ok;
+}
+
+/* How long a process waits for another's calibration lock before it goes
+ * on without: a calibration takes well under a second, so a holder past
+ * this is stopped (SIGSTOP) or stuck, and waiting longer would hang every
+ * first op on the device. */
+#define LOCK_WAIT_SECONDS 2.0
+#define LOCK_POLL_MICROSECONDS 10000
+
+/* The lock file, opened without following a link planted at its path, and
+ * held with a bounded wait; -1 where it cannot be had (the reason logged). */
+static int take_lock(locus_context *context, const char *lock_path)
+{
+    const char *why = "";
+    int lock = locus__open_regular(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW,
+                                   0644, &why);
+    if (lock < 0) {
+        locus__log(context, LOCUS_LOG_WARN,
+                   "calibration lock %s not taken: %s; calibrating "
+                   "without it",
+                   lock_path, why);
+        return -1;
+    }
+    for (int tries = 0;; tries++) {
+        if (flock(lock, LOCK_EX | LOCK_NB) == 0)
+            return lock;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        if (tries * (LOCK_POLL_MICROSECONDS * 1e-6) >= LOCK_WAIT_SECONDS) {
+            errno = ETIMEDOUT;
+            break;
+        }
+        usleep(LOCK_POLL_MICROSECONDS);
+    }
+    locus__log(context, LOCUS_LOG_WARN,
+               "calibration lock %s: %s after %.0f s (another process holds "
+               "it, stopped or stuck?); going on without it",
+               lock_path, strerror(errno), LOCK_WAIT_SECONDS);
+    close(lock);
+    return -2;
 }
 
 /* Measures, under an exclusive lock on the device's lock file, so that ranks
@@ -674,31 +757,39 @@ static void write_cache(locus_context *context, const char *path,
 static locus__rates_source look_up_or_measure(locus_context *context,
                                               locus_device *device,
                                               bool remeasure,
-                                              locus__rates *rates)
+                                              locus__rates *rates, bool *kept)
 {
+    *kept = false;
     char key[LOCUS__CALIBRATION_KEY_MAX], path[4096], lock_path[4096];
     bool have_key = calibration_key(context, device, key, sizeof key);
     bool have_paths =
         have_key && cache_paths(key, path, lock_path, sizeof path);
     if (have_paths && !remeasure && read_cache(context, path, key, rates))
         return LOCUS__RATES_CACHED;
-    int lock = have_paths ? open(lock_path, O_RDWR | O_CREAT, 0644) : -1;
-    if (lock >= 0 && flock(lock, LOCK_EX) != 0) {
-        close(lock);
-        lock = -1;
-    }
+    int lock = have_paths ? take_lock(context, lock_path) : -1;
     locus__rates_source source = LOCUS__RATES_NONE;
     if (lock >= 0 && !remeasure && read_cache(context, path, key, rates))
         source = LOCUS__RATES_CACHED;
+    if (lock == -2) {
+        /* Another process is (or was) measuring this device and does not
+         * let go: measuring beside it would disturb both, so what it may
+         * have cached, else the nominal figures, stand for this process. */
+        if (!remeasure && read_cache(context, path, key, rates)) {
+            source = LOCUS__RATES_CACHED;
+        } else {
+            locus__nominal_rates(device, rates);
+            source = LOCUS__RATES_NOMINAL;
+        }
+    }
     if (source == LOCUS__RATES_NONE) {
         if (measure(context, device, rates) == LOCUS_SUCCESS) {
             source = LOCUS__RATES_MEASURED;
             if (have_paths)
-                write_cache(context, path, key, rates);
+                *kept = write_cache(context, path, key, rates);
             else
                 locus__log(context, LOCUS_LOG_INFO,
-                           "no cache directory (XDG_CACHE_HOME, HOME): the "
-                           "calibration of %s is not kept",
+                           "%s: the calibration of %s is not kept",
+                           have_key ? cache_dir_failure : "no calibration key",
                            device->info.selector);
         } else {
             locus__log(context, LOCUS_LOG_WARN,
@@ -753,9 +844,10 @@ const locus__rates *locus__device_rates(locus_context *context,
             locus__nominal_rates(device, &device->rates);
             source = LOCUS__RATES_NOMINAL;
         } else {
+            bool kept;
             source = look_up_or_measure(context, device,
                                         mode == LOCUS__CALIBRATION_REMEASURE,
-                                        &device->rates);
+                                        &device->rates, &kept);
         }
         settle(context, device, source);
     }
@@ -767,19 +859,29 @@ locus_status locus__calibrate(locus_context *context, locus_device *device)
 {
     pthread_mutex_lock(&context->calibration_lock);
     locus__rates rates;
+    bool kept = false;
+    cache_dir_failure[0] = '\0';
     locus__rates_source source =
-        look_up_or_measure(context, device, true, &rates);
+        look_up_or_measure(context, device, true, &rates, &kept);
     if (source == LOCUS__RATES_MEASURED) {
         device->rates = rates;
         settle(context, device, source);
     }
     pthread_mutex_unlock(&context->calibration_lock);
     locus__sched_forget(context);
-    return source == LOCUS__RATES_MEASURED ? LOCUS_SUCCESS
-                                           : locus__fail(LOCUS_ERROR_BACKEND,
-                                                         "calibrating %s "
-                                                         "failed",
-                                                         device->info.selector);
+    if (source != LOCUS__RATES_MEASURED)
+        return locus__fail(LOCUS_ERROR_BACKEND, "calibrating %s failed",
+                           device->info.selector);
+    if (!kept)
+        return locus__fail(LOCUS_ERROR_SYSTEM,
+                           "%s measured, but the figures could not be "
+                           "cached: %s",
+                           device->info.selector,
+                           cache_dir_failure[0] ? cache_dir_failure
+                                                : "the cache file could not "
+                                                  "be written (see the "
+                                                  "warning above)");
+    return LOCUS_SUCCESS;
 }
 
 LOCUS_API void locus_calibration_init(locus_calibration *calibration)
@@ -808,9 +910,12 @@ LOCUS_API locus_status locus_device_calibration(locus_device *device,
     size_t size =
         out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
     locus_context *context = device->context;
+    locus_status status = LOCUS_SUCCESS;
     if (remeasure) {
-        locus_status status = locus__calibrate(context, device);
-        if (status != LOCUS_SUCCESS)
+        status = locus__calibrate(context, device);
+        /* Measured but not cached: the figures are in use and returned,
+         * with the status saying they were not kept. */
+        if (status != LOCUS_SUCCESS && status != LOCUS_ERROR_SYSTEM)
             return status;
     }
     const locus__rates *r = locus__device_rates(context, device);
@@ -833,5 +938,5 @@ LOCUS_API locus_status locus_device_calibration(locus_device *device,
     c.wake_seconds = r->wake_seconds;
     c.struct_size = size;
     memcpy(out, &c, size);
-    return LOCUS_SUCCESS;
+    return status;
 }

@@ -1,14 +1,17 @@
 #include "context.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu_backend.h"
 #include "device.h"
 #include "services.h"
 #include "fault.h"
+#include "safe_file.h"
 #include "status.h"
 
 void locus__log(const locus_context *context, locus_log_level level,
@@ -22,6 +25,7 @@ void locus__log(const locus_context *context, locus_log_level level,
     va_start(args, format);
     vsnprintf(text, sizeof text, format, args);
     va_end(args);
+    locus__escape_controls(text, sizeof text);
     fprintf(stderr, "locus %s: %s\n", names[level], text);
 }
 
@@ -131,6 +135,7 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     locus_context *context = locus__calloc(1, sizeof *context);
     if (!context)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "context");
+    context->record_fd = -1;
     pthread_mutex_init(&context->record_lock, NULL);
     pthread_mutex_init(&context->calibration_lock, NULL);
     pthread_mutex_init(&context->memo_lock, NULL);
@@ -156,12 +161,16 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     if (status != LOCUS_SUCCESS)
         goto release_topology;
     if (context->config.record_path) {
-        context->record_file = fopen(context->config.record_path, "a");
-        if (!context->record_file) {
+        /* Never blocking (a FIFO would hang fopen), a regular file only. */
+        const char *why = "";
+        context->record_fd =
+            locus__open_regular(context->config.record_path,
+                                O_WRONLY | O_APPEND | O_CREAT, 0644, &why);
+        if (context->record_fd < 0) {
             status = locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
                                  "LOCUS_RECORD='%s' cannot be opened for "
                                  "appending: %s",
-                                 context->config.record_path, strerror(errno));
+                                 context->config.record_path, why);
             goto destroy_pool;
         }
     }
@@ -178,8 +187,8 @@ locus_context_create(const locus_context_options *options, locus_context **out)
 unload_backends:
     for (size_t i = 0; i < context->backend_count; i++)
         locus__plugin_unload(&context->backends[i]);
-    if (context->record_file)
-        fclose(context->record_file);
+    if (context->record_fd >= 0)
+        close(context->record_fd);
 destroy_pool:
     locus__pool_destroy(context->pool);
 release_topology:
@@ -200,8 +209,8 @@ LOCUS_API void locus_context_destroy(locus_context *context)
         return;
     for (size_t i = 0; i < context->backend_count; i++)
         locus__plugin_unload(&context->backends[i]);
-    if (context->record_file)
-        fclose(context->record_file);
+    if (context->record_fd >= 0)
+        close(context->record_fd);
     locus__pool_destroy(context->pool);
     locus__topology_release(&context->topology);
     locus__config_release(&context->config);

@@ -267,7 +267,7 @@ static void end_run(op_run *run, locus_status status, locus_record *out)
     locus__account_release(&run->account);
     if (status != LOCUS_SUCCESS)
         return;
-    if (!out && !run->context->record_file)
+    if (!out && run->context->record_fd < 0)
         return;
     locus__choice_to_record(&run->choice, &run->record);
     locus__record_append(run->context, &run->record);

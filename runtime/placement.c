@@ -97,6 +97,15 @@ LOCUS_API locus_status locus_query_pages(const void *memory, size_t bytes,
                            "report struct_size %zu: call "
                            "locus_page_report_init first",
                            report->struct_size);
+    /* The range's end, rounded up to a page, must be an address: SIZE_MAX
+     * bytes wrapped around and was reported as a success. */
+    const uintptr_t start = (uintptr_t)memory;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (bytes > UINTPTR_MAX - start || start + bytes > UINTPTR_MAX - page)
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "page query of %zu bytes from %p runs past the "
+                           "end of the address space",
+                           bytes, memory);
     return locus__query_pages(memory, bytes, max_samples, report);
 }
 

@@ -1,9 +1,12 @@
 #include "record.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "context.h"
 
@@ -123,20 +126,31 @@ void locus__record_pause(bool paused)
 
 void locus__record_append(locus_context *context, const locus_record *record)
 {
-    if (!context->record_file || recording_paused)
+    if (context->record_fd < 0 || recording_paused)
         return;
     char line[2048];
-    size_t length = locus_record_to_json(record, line, sizeof line);
-    if (length >= sizeof line)
+    size_t length = locus_record_to_json(record, line, sizeof line - 1);
+    if (length >= sizeof line - 1)
         return;
+    line[length++] = '\n';
+    /* One write() of the whole line on an O_APPEND descriptor: lines of
+     * other threads and processes never interleave with it. A full disk
+     * can still take part of it; that part is cut off again, so that a
+     * reader never sees half a line (if another process appended after
+     * it meanwhile, its line is left as it is). */
     pthread_mutex_lock(&context->record_lock);
-    int failed = fprintf(context->record_file, "%s\n", line) < 0 ||
-                 fflush(context->record_file) != 0;
+    ssize_t written = write(context->record_fd, line, length);
+    int saved = errno;
+    struct stat st;
+    if (written > 0 && (size_t)written < length &&
+        fstat(context->record_fd, &st) == 0 && st.st_size >= written)
+        (void)ftruncate(context->record_fd, st.st_size - written);
     pthread_mutex_unlock(&context->record_lock);
-    if (failed)
+    if (written != (ssize_t)length)
         locus__log(context, LOCUS_LOG_WARN,
-                   "could not append to the record file %s",
-                   context->config.record_path);
+                   "could not append to the record file %s: %s",
+                   context->config.record_path,
+                   written < 0 ? strerror(saved) : "short write (disk full?)");
 }
 
 void locus__record_copy_out(locus_record *destination,

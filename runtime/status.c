@@ -39,6 +39,27 @@ void locus__clear_error(void)
     last_error[0] = '\0';
 }
 
+void locus__escape_controls(char *text, size_t capacity)
+{
+    char escaped[2048];
+    size_t used = 0;
+    for (const unsigned char *c = (const unsigned char *)text;
+         *c && used + 5 < sizeof escaped; c++) {
+        if (*c >= 0x20 && *c != 0x7f) {
+            escaped[used++] = (char)*c;
+            continue;
+        }
+        const char *named = *c == '\n'   ? "\\n"
+                            : *c == '\t' ? "\\t"
+                            : *c == '\r' ? "\\r"
+                                         : NULL;
+        used += named ? (size_t)snprintf(escaped + used, 3, "%s", named)
+                      : (size_t)snprintf(escaped + used, 5, "\\x%02x", *c);
+    }
+    escaped[used] = '\0';
+    snprintf(text, capacity, "%s", escaped);
+}
+
 locus_status locus__vfail(locus_status status, const char *format, va_list args)
 {
     int prefix = snprintf(last_error, sizeof last_error,
@@ -47,6 +68,7 @@ locus_status locus__vfail(locus_status status, const char *format, va_list args)
         return status;
     vsnprintf(last_error + prefix, sizeof last_error - (size_t)prefix, format,
               args);
+    locus__escape_controls(last_error, sizeof last_error);
     return status;
 }
 

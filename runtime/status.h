@@ -16,4 +16,10 @@ locus_status locus__vfail(locus_status status, const char *format,
  * the last call only. */
 void locus__clear_error(void);
 
+/* Rewrites the control characters of text (a value from the environment
+ * quoted in a message may hold a terminal escape or a newline) as \n, \t,
+ * \r or \xHH, in place, truncated to capacity. Messages and log lines
+ * pass through it before anyone prints them. */
+void locus__escape_controls(char *text, size_t capacity);
+
 #endif

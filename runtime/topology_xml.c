@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "safe_file.h"
 #include "status.h"
 
 /* The XML of a machine of thousands of cores is a few MiB. */
@@ -170,12 +171,13 @@ static locus_status check_text(const char *path, const char *text)
 
 locus_status locus__topology_xml_check(const char *path)
 {
-    FILE *file = fopen(path, "rb");
+    const char *why = "";
+    FILE *file = locus__fopen_regular_read(path, 0, &why);
     if (!file)
         return locus__fail(LOCUS_ERROR_TOPOLOGY,
                            "LOCUS_TOPOLOGY='%s' is not a readable hwloc XML "
                            "file: %s",
-                           path, strerror(errno));
+                           path, why);
     locus_status status = LOCUS_SUCCESS;
     char *text = NULL;
     long size = -1;

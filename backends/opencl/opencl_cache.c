@@ -19,6 +19,7 @@
 #include "opencl_cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,9 +129,20 @@ cache_read_result locus__opencl_cache_read(const char *path,
 {
     *binary = NULL;
     *bytes = 0;
-    FILE *file = fopen(path, "rb");
+    /* Without blocking (a FIFO would hang fopen) or following a link
+     * planted in the cache directory; a regular file only. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        snprintf(why, why_size, "not a regular file");
+        return CACHE_DAMAGED;
+    }
+    FILE *file = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (file == NULL) {
         snprintf(why, why_size, "%s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return CACHE_MISSING;
     }
     cache_read_result result = CACHE_DAMAGED;

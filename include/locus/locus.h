@@ -267,7 +267,10 @@ LOCUS_API void locus_calibration_init(locus_calibration *calibration);
 /* The device's figures as the scheduler uses them: from the cache file
  * ($XDG_CACHE_HOME/locus/) or measured now at the first call, or nominal
  * under LOCUS_CALIBRATION=nominal. remeasure nonzero measures again and
- * rewrites the cache (`locus calibrate`). */
+ * rewrites the cache (`locus calibrate`); when the figures were measured
+ * but could not be cached (no cache directory, a read-only or full one),
+ * out is filled with them, they are in use, and the call returns
+ * LOCUS_ERROR_SYSTEM with the reason. */
 LOCUS_API locus_status locus_device_calibration(locus_device *device,
                                                 int remeasure,
                                                 locus_calibration *out);

@@ -179,15 +179,19 @@ int calibrate_command(int argc, char **argv)
         locus_device_info_init(&info);
         locus_device_get_info(device, &info);
         if (!options.json)
-            fprintf(stderr, "calibrating %s (%s)...\n", info.selector,
-                    info.name);
+            fprintf(stderr, "%s %s (%s)...\n",
+                    options.cached ? "reading the figures of" : "calibrating",
+                    info.selector, info.name);
         locus_calibration c;
         locus_calibration_init(&c);
-        if (locus_device_calibration(device, !options.cached, &c) !=
-            LOCUS_SUCCESS) {
+        locus_status status =
+            locus_device_calibration(device, !options.cached, &c);
+        if (status != LOCUS_SUCCESS) {
             report_locus_failure("calibrating %s", info.selector);
             result = EXIT_FAILURE;
-            continue;
+            /* Not cached: the figures were measured and are shown. */
+            if (status != LOCUS_ERROR_SYSTEM)
+                continue;
         }
         if (options.json)
             json_device(&json, &info, &c);

@@ -82,3 +82,23 @@ bool cpu_list_for_each(const char *list, void (*visit)(long cpu, void *state),
     }
     return true;
 }
+
+void format_escaped(const char *text, char *out, size_t capacity)
+{
+    size_t used = 0;
+    if (capacity == 0)
+        return;
+    for (const unsigned char *c = (const unsigned char *)text;
+         *c && used + 5 < capacity; c++) {
+        if (*c >= 0x20 && *c != 0x7f)
+            out[used++] = (char)*c;
+        else if (*c == '\n' || *c == '\t' || *c == '\r')
+            used += (size_t)snprintf(out + used, 3, "\\%c",
+                                     *c == '\n'   ? 'n'
+                                     : *c == '\t' ? 't'
+                                                  : 'r');
+        else
+            used += (size_t)snprintf(out + used, 5, "\\x%02x", *c);
+    }
+    out[used] = '\0';
+}

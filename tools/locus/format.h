@@ -11,6 +11,11 @@
  * free(1) use for memory. */
 void format_bytes(uint64_t bytes, char *text, size_t capacity);
 
+/* text with its control characters written as \n, \t, \r or \xHH, for
+ * showing values from the environment on a terminal (an escape sequence in
+ * a variable must not reach it raw), truncated to capacity. */
+void format_escaped(const char *text, char *out, size_t capacity);
+
 /* The OS node numbers of a mask as "0,1"; "unknown" for an empty mask. */
 void format_node_mask(uint64_t mask, char *text, size_t capacity);
 

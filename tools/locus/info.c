@@ -505,7 +505,10 @@ static void print_settings(const machine_view *view)
         const locus_setting *setting = &view->settings[i];
         table_add_row(&settings);
         table_set(&settings, 0, "%s", setting->name ? setting->name : "?");
-        table_set(&settings, 1, "%s", setting->raw ? setting->raw : "(unset)");
+        char raw[512];
+        format_escaped(setting->raw ? setting->raw : "(unset)", raw,
+                       sizeof raw);
+        table_set(&settings, 1, "%s", raw);
         table_set(&settings, 2, "%s", setting->source ? setting->source : "");
         table_set(&settings, 3, "%s",
                   setting->resolved ? setting->resolved : "");

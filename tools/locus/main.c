@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "format.h"
 
 typedef struct subcommand {
     const char *name;
@@ -84,9 +85,11 @@ void report_context_failure(void)
         if (equals == NULL) {
             continue;
         }
+        char value[512];
+        format_escaped(equals + 1, value, sizeof value);
         fprintf(stderr, "%s%.*s=\"%s\"",
                 any_set ? ", " : "locus: set: ", (int)(equals - *variable),
-                *variable, equals + 1);
+                *variable, value);
         any_set = true;
     }
     if (any_set) {
