@@ -11,7 +11,8 @@ int locus__open_regular(const char *path, int flags, mode_t mode,
 {
     int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
     if (fd < 0) {
-        *why = strerror(errno);
+        /* A FIFO opened for writing without a reader, or a device. */
+        *why = errno == ENXIO ? "not a regular file" : strerror(errno);
         return -1;
     }
     struct stat st;
