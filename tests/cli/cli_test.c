@@ -168,6 +168,26 @@ static void case_bad_environment(void)
     }
 }
 
+/* `locus calibrate` whose figures cannot be cached (the cache directory
+ * cannot be made: its parent is a file) says why and fails; it exited 0
+ * saying "no cache directory". */
+static void case_calibrate_uncached(void)
+{
+    static const char *const env[] = {"XDG_CACHE_HOME=/proc/version/cache",
+                                      "LOCUS_BACKENDS=cpu", NULL};
+    int before = failures;
+    command_result result =
+        run_locus(env, "calibrate", "--device", "cpu", NULL);
+    expect(result.exit_status == 1, "exit status %d, expected 1",
+           result.exit_status);
+    expect(contains(result.err, "could not be cached") &&
+               contains(result.err, "/proc/version/cache") &&
+               contains(result.err, "Not a directory"),
+           "stderr does not say why nothing was cached");
+    show_output_if_failed(before, &result);
+    command_result_free(&result);
+}
+
 /* NUMA nodes this process may use: the kernel's nodes with memory (hwloc
  * shows no memoryless node), restricted to Mems_allowed, since hwloc
  * hides nodes outside the cpuset. */
@@ -555,6 +575,7 @@ static const test_case cases[] = {
     {"usage-errors", case_usage_errors},
     {"bad-values", case_bad_values},
     {"bad-environment", case_bad_environment},
+    {"calibrate-uncached", case_calibrate_uncached},
     {"info-json", case_info_json},
     {"info-text", case_info_text},
     {"bench-reduce", case_bench_reduce},
