@@ -735,18 +735,22 @@ static int take_lock(locus_context *context, const char *lock_path)
     for (int tries = 0;; tries++) {
         if (flock(lock, LOCK_EX | LOCK_NB) == 0)
             return lock;
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            break;
-        if (tries * (LOCK_POLL_MICROSECONDS * 1e-6) >= LOCK_WAIT_SECONDS) {
-            errno = ETIMEDOUT;
-            break;
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            locus__log(context, LOCUS_LOG_WARN,
+                       "calibration lock %s: %s; calibrating without it",
+                       lock_path, strerror(errno));
+            close(lock);
+            return -1;
         }
+        if (tries * (LOCK_POLL_MICROSECONDS * 1e-6) >= LOCK_WAIT_SECONDS)
+            break;
         usleep(LOCK_POLL_MICROSECONDS);
     }
     locus__log(context, LOCUS_LOG_WARN,
-               "calibration lock %s: %s after %.0f s (another process holds "
-               "it, stopped or stuck?); going on without it",
-               lock_path, strerror(errno), LOCK_WAIT_SECONDS);
+               "calibration lock %s still held by another process after "
+               "%.0f s (stopped or stuck?); using the cached or nominal "
+               "figures",
+               lock_path, LOCK_WAIT_SECONDS);
     close(lock);
     return -2;
 }
