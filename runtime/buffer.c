@@ -32,12 +32,14 @@ static locus_status new_buffer(locus_context *context, size_t bytes,
     buffer->version = 1;
     pthread_rwlock_init(&buffer->use_lock, NULL);
     pthread_mutex_init(&buffer->state_lock, NULL);
+    atomic_fetch_add(&context->live_buffers, 1);
     *out = buffer;
     return LOCUS_SUCCESS;
 }
 
 static void delete_buffer(locus_buffer *buffer)
 {
+    atomic_fetch_sub(&buffer->context->live_buffers, 1);
     if (buffer->host)
         locus__page_map_release(&buffer->page_map);
     pthread_mutex_destroy(&buffer->state_lock);
@@ -129,12 +131,33 @@ static void free_device_copies(locus_buffer *buffer)
     }
 }
 
+static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op);
+
+/* The last safety net of a wrapped buffer: a device copy newer than the
+ * caller's memory (its write-back after the op failed) goes there before
+ * the copies are freed. A failure now has no caller to return to. */
+static void flush_wrapped(locus_buffer *buffer)
+{
+    if (!buffer->wrapped || (buffer->valid & LOCUS__HOST_COPY))
+        return;
+    pthread_mutex_lock(&buffer->state_lock);
+    locus_status status = refresh_host(buffer, NULL);
+    pthread_mutex_unlock(&buffer->state_lock);
+    if (status != LOCUS_SUCCESS)
+        locus__log(buffer->context, LOCUS_LOG_WARN,
+                   "destroying a wrapped buffer of %zu bytes: its newest "
+                   "data could not be copied to the caller's memory, which "
+                   "keeps older data: %s",
+                   buffer->bytes, locus_last_error());
+}
+
 LOCUS_API void locus_buffer_destroy(locus_buffer *buffer)
 {
     if (!buffer)
         return;
     /* Waits for ops still using it on other threads. */
     pthread_rwlock_wrlock(&buffer->use_lock);
+    flush_wrapped(buffer);
     free_device_copies(buffer);
     if (buffer->pinned_by) {
         const locus_device *device = buffer->pinned_by;
@@ -276,6 +299,28 @@ void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device)
     buffer->valid = copy_bit(device);
     buffer->version++;
     pthread_mutex_unlock(&buffer->state_lock);
+}
+
+/* A C caller that wraps its array expects the array to hold the result
+ * when the op returns, as with any BLAS; a placed buffer is read through
+ * locus_buffer_read or a mapping, which copy then. */
+locus_status locus__buffer_write_back(locus_buffer *buffer,
+                                      locus_op_context *op)
+{
+    if (!buffer->wrapped)
+        return LOCUS_SUCCESS;
+    pthread_mutex_lock(&buffer->state_lock);
+    locus_status status = refresh_host(buffer, op);
+    pthread_mutex_unlock(&buffer->state_lock);
+    return status;
+}
+
+bool locus__buffers_overlap(const locus_buffer *a, const locus_buffer *b)
+{
+    uintptr_t a_begin = (uintptr_t)a->host, b_begin = (uintptr_t)b->host;
+    /* Wraps are checked against the end of the address space. */
+    return a == b ||
+           (a_begin < b_begin + b->bytes && b_begin < a_begin + a->bytes);
 }
 
 static locus_status check_range(const locus_buffer *buffer, size_t offset,

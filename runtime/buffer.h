@@ -75,5 +75,16 @@ void locus__buffer_pin_for(locus_buffer *buffer, const locus_device *device);
 void locus__buffer_failed_on(locus_buffer *buffer, const locus_device *device);
 /* After an op wrote the buffer on `device`: that copy alone is current. */
 void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device);
+/* With use_lock held, after locus__buffer_written_on: a wrapped buffer's
+ * result is copied to the caller's memory when the host copy is stale (the
+ * op wrote it on a device with its own memory), counted in op's record;
+ * both copies are then current. Nothing to do for a placed buffer, whose
+ * results stay where they were computed until read. On failure the
+ * device's copy stays the current one. */
+locus_status locus__buffer_write_back(locus_buffer *buffer,
+                                      locus_op_context *op);
+/* Whether two buffers stand for overlapping host memory ([host, host +
+ * bytes) of each): the same buffer, or wraps of overlapping memory. */
+bool locus__buffers_overlap(const locus_buffer *a, const locus_buffer *b);
 
 #endif

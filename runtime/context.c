@@ -136,6 +136,8 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     if (!context)
         return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "context");
     context->record_fd = -1;
+    atomic_init(&context->live_buffers, 0);
+    atomic_init(&context->live_queues, 0);
     pthread_mutex_init(&context->record_lock, NULL);
     pthread_mutex_init(&context->calibration_lock, NULL);
     pthread_mutex_init(&context->memo_lock, NULL);
@@ -203,10 +205,44 @@ free_context:
     return status;
 }
 
-LOCUS_API void locus_context_destroy(locus_context *context)
+/* "2 buffers and 1 queue" */
+static void describe_alive(size_t buffers, size_t queues, char *text,
+                           size_t capacity)
 {
+    int used = 0;
+    if (buffers)
+        used = snprintf(text, capacity, "%zu buffer%s", buffers,
+                        buffers == 1 ? "" : "s");
+    if (buffers && queues && used >= 0 && (size_t)used < capacity)
+        used += snprintf(text + used, capacity - (size_t)used, " and ");
+    if (queues && used >= 0 && (size_t)used < capacity)
+        snprintf(text + used, capacity - (size_t)used, "%zu queue%s", queues,
+                 queues == 1 ? "" : "s");
+}
+
+/* As libuv's uv_loop_close: a context whose buffers or queues are still
+ * alive is left intact, since their destroy calls need its devices and
+ * backends; the caller destroys them and calls again. */
+LOCUS_API locus_status locus_context_destroy(locus_context *context)
+{
+    /* The detail is left alone on success, as by every destroy call:
+     * callers read a failure's detail after cleaning up. */
     if (!context)
-        return;
+        return LOCUS_SUCCESS;
+    size_t buffers = atomic_load(&context->live_buffers);
+    size_t queues = atomic_load(&context->live_queues);
+    if (buffers || queues) {
+        char alive[96];
+        describe_alive(buffers, queues, alive, sizeof alive);
+        /* Logged too: callers from before 0.2 ignore the result. */
+        locus__log(context, LOCUS_LOG_WARN,
+                   "locus_context_destroy refused: %s still alive; destroy "
+                   "%s first, then the context",
+                   alive, buffers + queues == 1 ? "it" : "them");
+        return locus__fail(LOCUS_ERROR_BUSY,
+                           "%s still alive; destroy them before the context",
+                           alive);
+    }
     for (size_t i = 0; i < context->backend_count; i++)
         locus__plugin_unload(&context->backends[i]);
     if (context->record_fd >= 0)
@@ -218,6 +254,7 @@ LOCUS_API void locus_context_destroy(locus_context *context)
     pthread_mutex_destroy(&context->calibration_lock);
     pthread_mutex_destroy(&context->memo_lock);
     free(context);
+    return LOCUS_SUCCESS;
 }
 
 LOCUS_API locus_status locus_setting_count(const locus_context *context,

@@ -3,6 +3,7 @@
 #define LOCUS_RUNTIME_CONTEXT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -71,6 +72,10 @@ struct locus_context {
     /* LOCUS_RECORD, opened O_APPEND: each record is one write() of a
      * whole line (record.c); -1 when none. */
     int record_fd;
+    /* Buffers and queues not yet destroyed: while any is, the context
+     * refuses to be destroyed (their destroy calls use its devices). */
+    atomic_size_t live_buffers;
+    atomic_size_t live_queues;
 };
 
 /* Logging filtered by LOCUS_LOG, to stderr. */

@@ -318,11 +318,14 @@ static locus_status prepare(locus_context *context,
             return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                "buffer %s belongs to another context",
                                names[i]);
-    if (c == a || c == b)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "c and %s are the same buffer; the output must not "
-                           "alias an input",
-                           c == a ? "a" : "b");
+    for (size_t i = 0; i < 2; i++)
+        if (locus__buffers_overlap(c, buffers[i]))
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "c and %s %s; the output must not alias an "
+                               "input",
+                               names[i],
+                               c == buffers[i] ? "are the same buffer"
+                                               : "overlap in memory");
     const locus_gemm_desc *d = &plan->desc;
     /* As locus_gemm: C is only written when beta is 0 and the op covers
      * every byte of its buffer; otherwise its other bytes are kept. */

@@ -136,6 +136,10 @@ typedef struct op_run {
     locus_op_context op;
     double started;
     locus__choice choice;
+    /* The device computed the op and its outputs were marked written
+     * there: a failure after that (copying a wrapped output back) must not
+     * run the op again elsewhere, where it would read its own result. */
+    bool committed;
 } op_run;
 
 static locus_status check_device(locus_context *context, locus_device *device)
@@ -197,19 +201,42 @@ static void unlock_operands(op_run *run)
 }
 
 /* An output may not also be an input: kernels read and write in blocks, and
- * the result would depend on their order. */
+ * the result would depend on their order. Memory is compared, not handles:
+ * two wraps of one array are as much the same data as one buffer twice. */
 static locus_status check_aliasing(const op_run *run, const char *const *names)
 {
     for (size_t i = 0; i < run->operand_count; i++) {
+        const locus_buffer *output = run->operands[i].buffer;
         if (!(run->operands[i].access & LOCUS__WRITE))
             continue;
-        for (size_t j = 0; j < run->operand_count; j++)
-            if (j != i && run->operands[j].buffer == run->operands[i].buffer)
+        for (size_t j = 0; j < run->operand_count; j++) {
+            const locus_buffer *input = run->operands[j].buffer;
+            if (j != i && locus__buffers_overlap(output, input))
                 return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                   "%s and %s are the same buffer; the "
-                                   "output must not alias an input",
-                                   names[i], names[j]);
+                                   "%s and %s %s; the output must not alias "
+                                   "an input",
+                                   names[i], names[j],
+                                   output == input ? "are the same buffer"
+                                                   : "overlap in memory");
+        }
     }
+    return LOCUS_SUCCESS;
+}
+
+/* A buffer of another context has its device copies on that context's
+ * devices, which this context's ops cannot keep coherent: refused, as the
+ * queue calls and the gemm split refuse it. NULL entries (matrices of no
+ * elements) are skipped. */
+static locus_status check_buffer_contexts(const locus_context *context,
+                                          locus_buffer *const *buffers,
+                                          const char *const *names,
+                                          size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (buffers[i] && buffers[i]->context != context)
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "buffer %s belongs to another context",
+                               names[i]);
     return LOCUS_SUCCESS;
 }
 
@@ -244,15 +271,35 @@ static locus_status begin_run(op_run *run, const char *op_name)
     return LOCUS_SUCCESS;
 }
 
-static void end_run(op_run *run, locus_status status, locus_record *out)
+/* Marks the outputs, copies wrapped ones back to the caller's memory
+ * (locus__buffer_write_back), unlocks and records. Returns the op's
+ * status, or the write-back's failure. */
+static locus_status end_run(op_run *run, locus_status status, locus_record *out)
 {
-    for (size_t i = 0; i < run->operand_count; i++)
-        if (run->operands[i].access & LOCUS__WRITE) {
-            if (status == LOCUS_SUCCESS)
-                locus__buffer_written_on(run->operands[i].buffer, run->device);
-            else
-                locus__buffer_failed_on(run->operands[i].buffer, run->device);
+    run->committed = status == LOCUS_SUCCESS;
+    for (size_t i = 0; i < run->operand_count; i++) {
+        locus_buffer *buffer = run->operands[i].buffer;
+        if (!(run->operands[i].access & LOCUS__WRITE))
+            continue;
+        if (status != LOCUS_SUCCESS) {
+            locus__buffer_failed_on(buffer, run->device);
+            continue;
         }
+        locus__buffer_written_on(buffer, run->device);
+        status = locus__buffer_write_back(buffer, &run->op);
+        if (status != LOCUS_SUCCESS) {
+            /* Copied out first: the detail is rewritten in place. */
+            char why[2048];
+            snprintf(why, sizeof why, "%s",
+                     locus__error_detail(status, locus_last_error()));
+            status = locus__fail(
+                status,
+                "%s on %s computed its result, but copying it back to the "
+                "wrapped memory of its output (%zu bytes) failed; the result "
+                "stays on the device, and a read or destroy tries again: %s",
+                run->record.op, run->device->info.selector, buffer->bytes, why);
+        }
+    }
     unlock_operands(run);
     run->record.seconds = locus__now_seconds() - run->started;
     /* Placement is only resolved where it is real: under a synthetic or
@@ -266,13 +313,14 @@ static void end_run(op_run *run, locus_status status, locus_record *out)
     }
     locus__account_release(&run->account);
     if (status != LOCUS_SUCCESS)
-        return;
+        return status;
     if (!out && run->context->record_fd < 0)
-        return;
+        return status;
     locus__choice_to_record(&run->choice, &run->record);
     locus__record_append(run->context, &run->record);
     if (out)
         locus__record_copy_out(out, &run->record);
+    return status;
 }
 
 /* The backend's part of an op, given the operands' memory. */
@@ -311,11 +359,9 @@ static locus_status dispatch(op_run *run, locus_device *device,
     uint64_t failed = 0;
     while (status == LOCUS_SUCCESS) {
         status = begin_run(run, locus__op_name(cost->op));
-        if (status == LOCUS_SUCCESS) {
-            status = call(run, args);
-            end_run(run, status, out);
-        }
         if (status == LOCUS_SUCCESS)
+            status = end_run(run, call(run, args), out);
+        if (status == LOCUS_SUCCESS || run->committed)
             return status;
         const bool unsupported = unsupported_where_chosen(run, status);
         if (!unsupported && !worth_another_device(status))
@@ -423,7 +469,10 @@ LOCUS_API locus_status locus_reduce(locus_context *context,
                                     : "result");
     locus_reduce_desc upgraded;
     const locus_reduce_desc *desc = &upgraded;
-    locus_status status = upgrade_reduce_desc(given, &upgraded);
+    static const char *const x_name[] = {"x"};
+    locus_status status = check_buffer_contexts(context, &x, x_name, 1);
+    if (status == LOCUS_SUCCESS)
+        status = upgrade_reduce_desc(given, &upgraded);
     if (status == LOCUS_SUCCESS)
         status = check_common(context, device, desc->dtype, record);
     if (status != LOCUS_SUCCESS)
@@ -540,6 +589,11 @@ LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
                            : !a     ? "a"
                            : !b     ? "b"
                                     : "c");
+    locus_buffer *matrices[] = {a, b, c};
+    static const char *const matrix_names[] = {"a", "b", "c"};
+    if (check_buffer_contexts(context, matrices, matrix_names, 3) !=
+        LOCUS_SUCCESS)
+        return LOCUS_ERROR_INVALID_ARGUMENT;
     locus_gemm_desc resolved;
     size_t flops_mn, flops;
     locus_status status = locus__gemm_check(
@@ -673,7 +727,12 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
                            : !filter ? "filter"
                                      : "output");
     size_t out_h, out_w;
-    locus_status status = locus_conv2d_output_shape(desc, &out_h, &out_w);
+    locus_buffer *tensors[] = {input, filter, output};
+    static const char *const tensor_names[] = {"input", "filter", "output"};
+    locus_status status =
+        check_buffer_contexts(context, tensors, tensor_names, 3);
+    if (status == LOCUS_SUCCESS)
+        status = locus_conv2d_output_shape(desc, &out_h, &out_w);
     if (status == LOCUS_SUCCESS)
         status = check_common(context, device, desc->dtype, record);
     if (status != LOCUS_SUCCESS)

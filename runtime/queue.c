@@ -357,6 +357,7 @@ LOCUS_API locus_status locus_queue_create(locus_context *context,
     status = start_thread(queue);
     if (status != LOCUS_SUCCESS)
         goto destroy_idle;
+    atomic_fetch_add(&context->live_queues, 1);
     *out = queue;
     return LOCUS_SUCCESS;
 
@@ -383,6 +384,7 @@ LOCUS_API void locus_queue_destroy(locus_queue *queue)
     must(pthread_cond_destroy(&queue->idle), "pthread_cond_destroy");
     must(pthread_cond_destroy(&queue->work), "pthread_cond_destroy");
     must(pthread_mutex_destroy(&queue->lock), "pthread_mutex_destroy");
+    atomic_fetch_sub(&queue->context->live_queues, 1);
     free(queue);
 }
 
@@ -475,6 +477,26 @@ static locus_status check_buffers(const locus_queue *queue,
     return LOCUS_SUCCESS;
 }
 
+/* The op's output, buffers[output], may not overlap an input in memory,
+ * as the synchronous op checks again when it runs: refused here, nothing
+ * is enqueued. */
+static locus_status check_output_alias(locus_buffer *const *buffers,
+                                       const char *const *names, size_t count,
+                                       size_t output)
+{
+    for (size_t i = 0; i < count; i++)
+        if (i != output && buffers[i] && buffers[output] &&
+            locus__buffers_overlap(buffers[output], buffers[i]))
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "%s and %s %s; the output must not alias an "
+                               "input",
+                               names[output], names[i],
+                               buffers[output] == buffers[i]
+                                   ? "are the same buffer"
+                                   : "overlap in memory");
+    return LOCUS_SUCCESS;
+}
+
 /* A new item for the op, or NULL (failure set). */
 static queue_item *new_item(item_fn run, const char *what)
 {
@@ -542,6 +564,8 @@ LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
     locus_buffer *buffers[] = {a, b, c};
     static const char *const names[] = {"a", "b", "c"};
     status = check_buffers(queue, buffers, names, 3);
+    if (status == LOCUS_SUCCESS)
+        status = check_output_alias(buffers, names, 3, 2);
     if (status != LOCUS_SUCCESS)
         return status;
     queue_item *item = new_item(run_gemm, "gemm");
@@ -567,6 +591,8 @@ LOCUS_API locus_status locus_enqueue_conv2d(
     locus_buffer *buffers[] = {input, filter, output};
     static const char *const names[] = {"input", "filter", "output"};
     status = check_buffers(queue, buffers, names, 3);
+    if (status == LOCUS_SUCCESS)
+        status = check_output_alias(buffers, names, 3, 2);
     if (status != LOCUS_SUCCESS)
         return status;
     queue_item *item = new_item(run_conv2d, "conv2d");

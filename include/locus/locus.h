@@ -62,7 +62,7 @@ LOCUS_API const char *locus_version_string(void);
     X(LOCUS_ERROR_TOPOLOGY, -11, "topology could not be loaded")               \
     X(LOCUS_ERROR_PLUGIN, -12, "backend module could not be loaded")           \
     X(LOCUS_ERROR_BACKEND, -13, "backend failure")                             \
-    X(LOCUS_ERROR_BUSY, -14, "buffer is mapped")                               \
+    X(LOCUS_ERROR_BUSY, -14, "resource busy")                                  \
     X(LOCUS_ERROR_SYSTEM, -15, "system call failed")                           \
     X(LOCUS_ERROR_DEVICE_UNAVAILABLE, -16, "requested device unavailable")
 
@@ -122,7 +122,15 @@ LOCUS_API void locus_context_options_init(locus_context_options *options);
  * LOCUS_ERROR_BAD_ENVIRONMENT when a variable or option does not parse. */
 LOCUS_API locus_status
 locus_context_create(const locus_context_options *options, locus_context **out);
-LOCUS_API void locus_context_destroy(locus_context *context);
+/* Destroys the context and its devices. Destroy its buffers and queues
+ * first: while any of them is alive the context is left intact and the
+ * call fails with LOCUS_ERROR_BUSY, its detail counting what is alive
+ * ("2 buffers and 1 queue still alive"), also logged at warn level; destroy
+ * them and call again (as libuv's uv_loop_close). Events may outlive the
+ * context (only locus_event_* calls may use them then). NULL: nothing to
+ * do, LOCUS_SUCCESS. Before 0.2 this returned void; callers that ignore
+ * the result still compile. */
+LOCUS_API locus_status locus_context_destroy(locus_context *context);
 
 /* How one LOCUS_* variable resolved in this context. */
 typedef struct locus_setting {
@@ -324,11 +332,26 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
  * directly; Locus keeps nothing derived from it on the CPU (a buffer from
  * locus_buffer_create used as a conv2d filter keeps its packing between
  * calls, until written). A GPU's copy of it, though, is refreshed only
- * after locus_buffer_write or a write mapping says it changed. */
+ * after locus_buffer_write or a write mapping says it changed.
+ * Results: when a synchronous op that writes a wrapped buffer returns
+ * LOCUS_SUCCESS, the caller's memory holds the result, wherever it was
+ * computed (a device with its own memory copies it back before returning;
+ * the copy shows in the record's bytes_from_device, and the device's copy
+ * stays current for the next op there). A queued op's result is there
+ * when its event or locus_queue_finish says it completed. Should that
+ * copy fail, the op returns the failure, the result stays on the device,
+ * and locus_buffer_read, a mapping or locus_buffer_destroy copies it
+ * (destroy logs a failure at warn level): nothing an op wrote is lost. A
+ * buffer from locus_buffer_create keeps results where they were computed
+ * until locus_buffer_read or locus_buffer_map asks for them.
+ * Two buffers whose host memory overlaps (two wraps of one array, or of
+ * parts of it) are one array to the ops: an output that overlaps an input
+ * is refused like the same buffer passed twice. */
 LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
                                          size_t bytes, locus_buffer **out);
-/* Waits for ops on the buffer, frees device copies, and the host memory if
- * Locus allocated it. */
+/* Waits for ops on the buffer, copies a wrapped buffer's newest data to the
+ * caller's memory if a device holds it alone (see locus_buffer_wrap),
+ * frees device copies, and the host memory if Locus allocated it. */
 LOCUS_API void locus_buffer_destroy(locus_buffer *buffer);
 
 LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
@@ -462,7 +485,10 @@ LOCUS_API void locus_reduce_desc_init(locus_reduce_desc *desc);
  *   first zero in index order (its sign); the GPU backends may return
  *   either sign.
  * Every op takes a device, or NULL for the scheduler's choice (LOCUS_DEVICE),
- * and an optional record to fill (NULL: none). */
+ * and an optional record to fill (NULL: none). Every op, reduce, gemm and
+ * conv2d, refuses with LOCUS_ERROR_INVALID_ARGUMENT a device or a buffer
+ * of another context (the detail names the operand), and an output that
+ * overlaps an input in memory (locus_buffer_wrap). */
 LOCUS_API locus_status locus_reduce(locus_context *context,
                                     locus_device *device,
                                     const locus_reduce_desc *desc,
@@ -597,13 +623,16 @@ LOCUS_API void locus_queue_destroy(locus_queue *queue);
  *  - event: where to store a new event that completes with the op; NULL
  *    when none is wanted;
  *  - NULL arguments (LOCUS_ERROR_NULL_ARGUMENT), a buffer of another
- *    context (LOCUS_ERROR_INVALID_ARGUMENT) and a queue device that does
- *    not offer the op (LOCUS_ERROR_NOT_SUPPORTED) fail here, with nothing
- *    enqueued and *event set to NULL; LOCUS_ERROR_OUT_OF_MEMORY likewise;
+ *    context or an output that overlaps an input in memory
+ *    (LOCUS_ERROR_INVALID_ARGUMENT) and a queue device that does not offer
+ *    the op (LOCUS_ERROR_NOT_SUPPORTED) fail here, with nothing enqueued
+ *    and *event set to NULL; LOCUS_ERROR_OUT_OF_MEMORY likewise;
  *  - everything the synchronous op checks of its descriptor (struct_size,
- *    dtype, shape, sizes against the buffers, aliasing, the record's
- *    struct_size) is checked when the op runs; a failure then comes back
- *    through the event and locus_queue_finish. */
+ *    dtype, shape, sizes against the buffers, the record's struct_size) is
+ *    checked when the op runs; a failure then comes back through the event
+ *    and locus_queue_finish;
+ *  - a wrapped output holds the result once the op has completed (its
+ *    event, or locus_queue_finish, says so), as after the synchronous op. */
 LOCUS_API locus_status locus_enqueue_reduce(locus_queue *queue,
                                             const locus_reduce_desc *desc,
                                             locus_buffer *x, double *result,

@@ -5,7 +5,11 @@
  * records' bytes_to_device and bytes_from_device say so). Then the error
  * paths: a buffer larger than the device's memory gives
  * LOCUS_ERROR_DEVICE_OUT_OF_MEMORY (never a crash), and bad shapes are
- * refused. */
+ * refused. Last, the contract of buffers and contexts (issue #19): a
+ * wrapped output holds the result in the caller's memory when the op
+ * returns or the queue is finished, wraps of one array are refused as an
+ * input and the output, another context's buffers and devices are refused,
+ * and a context with a live buffer and queue refuses to be destroyed. */
 #include "device_test.h"
 
 #define N 67 /* square matrices: odd, so edge tiles everywhere */
@@ -250,6 +254,248 @@ static void check_bad_shapes(locus_context *context, locus_device *gpu)
     locus_buffer_destroy(out);
 }
 
+/* ---- issue #19, items 4 to 7: buffers and contexts ---------------------- */
+
+static locus_buffer *wrapped(locus_context *context, float *memory,
+                             size_t count)
+{
+    locus_buffer *buffer = NULL;
+    locus_status status =
+        locus_buffer_wrap(context, memory, count * sizeof(float), &buffer);
+    CHECK(status == LOCUS_SUCCESS, "locus_buffer_wrap(%zu floats): %s", count,
+          locus_last_error());
+    return buffer;
+}
+
+/* The caller's array holds `expected` within float32 GEMM rounding. */
+static void check_memory(const float *got, const float *expected, size_t count,
+                         const char *step)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double e =
+            cuda_test_error(got[i], expected[i], 1.0 + fabs(expected[i]));
+        worst = e > worst || isnan(e) ? e : worst;
+    }
+    CHECK(worst <= 1e-4, "%s: error %.3g in the caller's memory", step, worst);
+}
+
+/* A wrapped output holds the result in the caller's memory when the op
+ * returns (or, queued, when it has completed), with nothing read. */
+static void check_wrapped_results(locus_context *context, locus_device *gpu)
+{
+    static float a[N * N], b[N * N], c[N * N], ab[N * N];
+    cuda_test_fill(a, N * N);
+    cuda_test_fill(b, N * N);
+    product(a, b, ab);
+    for (size_t i = 0; i < N * N; i++)
+        c[i] = NAN;
+    locus_buffer *ba = wrapped(context, a, N * N);
+    locus_buffer *bb = wrapped(context, b, N * N);
+    locus_buffer *bc = wrapped(context, c, N * N);
+    if (!ba || !bb || !bc)
+        goto destroy;
+    CHECK(gemm(context, gpu, ba, bb, bc) == LOCUS_SUCCESS, "wrapped gemm: %s",
+          locus_last_error());
+    check_memory(c, ab, N * N, "a wrapped C right after the gemm returned");
+    CHECK_COPIES("gemm into a wrapped C", 2 * BYTES, BYTES);
+    locus_buffer_destroy(bc);
+    bc = NULL;
+    check_memory(c, ab, N * N, "a wrapped C after destroy");
+
+    /* Queued: there once locus_queue_finish returns. */
+    for (size_t i = 0; i < N * N; i++)
+        c[i] = NAN;
+    bc = wrapped(context, c, N * N);
+    locus_queue *queue = NULL;
+    CHECK(locus_queue_create(context, gpu, &queue) == LOCUS_SUCCESS,
+          "locus_queue_create: %s", locus_last_error());
+    if (bc && queue) {
+        locus_gemm_desc desc;
+        locus_gemm_desc_init(&desc);
+        desc.m = desc.n = desc.k = N;
+        CHECK(locus_enqueue_gemm(queue, &desc, ba, bb, bc, NULL, NULL) ==
+                  LOCUS_SUCCESS,
+              "enqueue: %s", locus_last_error());
+        CHECK(locus_queue_finish(queue) == LOCUS_SUCCESS, "finish: %s",
+              locus_last_error());
+        check_memory(c, ab, N * N, "a wrapped C after locus_queue_finish");
+    }
+    locus_queue_destroy(queue);
+
+    /* conv2d, 2 channels of 9 x 9, 3 filters of 3 x 3, padding 1. */
+    enum { C = 2, H = 9, F = 3, R = 3 };
+    static float image[C * H * H], filter[F * C * R * R], out[F * H * H];
+    static float want[F * H * H];
+    cuda_test_fill(image, C * H * H);
+    cuda_test_fill(filter, F * C * R * R);
+    for (size_t f = 0; f < F; f++)
+        for (size_t y = 0; y < H; y++)
+            for (size_t x = 0; x < H; x++) {
+                double sum = 0.0;
+                for (size_t ch = 0; ch < C; ch++)
+                    for (size_t r = 0; r < R; r++)
+                        for (size_t s = 0; s < R; s++) {
+                            size_t iy = y + r, ix = x + s; /* padded */
+                            if (iy < 1 || ix < 1 || iy > H || ix > H)
+                                continue;
+                            sum +=
+                                (double)image[(ch * H + iy - 1) * H + ix - 1] *
+                                filter[((f * C + ch) * R + r) * R + s];
+                        }
+                want[(f * H + y) * H + x] = (float)sum;
+                out[(f * H + y) * H + x] = NAN;
+            }
+    locus_buffer *bi = wrapped(context, image, C * H * H);
+    locus_buffer *bf = wrapped(context, filter, F * C * R * R);
+    locus_buffer *bo = wrapped(context, out, F * H * H);
+    if (bi && bf && bo) {
+        locus_conv2d_desc conv;
+        locus_conv2d_desc_init(&conv);
+        conv.batch = 1;
+        conv.in_channels = C;
+        conv.in_height = conv.in_width = H;
+        conv.out_channels = F;
+        conv.kernel_height = conv.kernel_width = R;
+        conv.pad_h = conv.pad_w = 1;
+        CHECK(locus_conv2d(context, gpu, &conv, bi, bf, bo, NULL) ==
+                  LOCUS_SUCCESS,
+              "wrapped conv2d: %s", locus_last_error());
+        check_memory(out, want, F * H * H,
+                     "a wrapped conv2d output right after the op returned");
+    }
+    locus_buffer_destroy(bi);
+    locus_buffer_destroy(bf);
+    locus_buffer_destroy(bo);
+destroy:
+    locus_buffer_destroy(ba);
+    locus_buffer_destroy(bb);
+    locus_buffer_destroy(bc);
+}
+
+/* The same array wrapped twice, or overlapping parts of it, as an input
+ * and the output: refused, and the output's memory is left alone. */
+static void check_wrapped_aliasing(locus_context *context, locus_device *gpu)
+{
+    static float memory[2 * N * N], before[2 * N * N], b[N * N];
+    cuda_test_fill(memory, 2 * N * N);
+    cuda_test_fill(b, N * N);
+    memcpy(before, memory, sizeof memory);
+    locus_buffer *ba = wrapped(context, memory, N * N);
+    locus_buffer *bc = wrapped(context, memory, N * N);
+    locus_buffer *shifted = wrapped(context, memory + N, N * N);
+    locus_buffer *bb = wrapped(context, b, N * N);
+    if (ba && bc && shifted && bb) {
+        locus_status status = gemm(context, gpu, ba, bb, bc);
+        CHECK(status == LOCUS_ERROR_INVALID_ARGUMENT &&
+                  strstr(locus_last_error(), "overlap"),
+              "gemm with A and C wrapping one array: %s (%s)",
+              locus_status_name(status), locus_last_error());
+        status = gemm(context, gpu, ba, bb, shifted);
+        CHECK(status == LOCUS_ERROR_INVALID_ARGUMENT,
+              "gemm with C overlapping A by all but one row: %s (%s)",
+              locus_status_name(status), locus_last_error());
+        CHECK(memcmp(memory, before, sizeof memory) == 0,
+              "a refused gemm changed the caller's memory");
+    }
+    locus_buffer_destroy(ba);
+    locus_buffer_destroy(bc);
+    locus_buffer_destroy(shifted);
+    locus_buffer_destroy(bb);
+}
+
+/* Buffers and devices of another context are refused by every op. */
+static void check_other_context(locus_context *context, locus_device *gpu)
+{
+    locus_context *other = NULL;
+    if (gpu_test_context("cpu", &other) != LOCUS_SUCCESS) {
+        CHECK(0, "a second context: %s", locus_last_error());
+        return;
+    }
+    static float x[N * N], theirs_memory[N * N];
+    cuda_test_fill(x, N * N);
+    cuda_test_fill(theirs_memory, N * N);
+    locus_buffer *mine = cuda_test_buffer(context, x, N * N);
+    locus_buffer *out = cuda_test_buffer(context, NULL, N * N);
+    locus_buffer *theirs = wrapped(other, theirs_memory, N * N);
+    locus_device *their_cpu = NULL;
+    CHECK(locus_device_find(other, "cpu", &their_cpu) == LOCUS_SUCCESS,
+          "cpu of the second context: %s", locus_last_error());
+    if (mine && out && theirs && their_cpu) {
+        locus_reduce_desc r;
+        locus_reduce_desc_init(&r);
+        r.count = N * N;
+        double sum = 0.0;
+        locus_status status =
+            locus_reduce(context, gpu, &r, theirs, &sum, NULL);
+        CHECK(status == LOCUS_ERROR_INVALID_ARGUMENT &&
+                  strstr(locus_last_error(), "buffer x belongs to another"),
+              "reduce of another context's buffer: %s (%s)",
+              locus_status_name(status), locus_last_error());
+        status = gemm(context, gpu, mine, mine, theirs);
+        CHECK(status == LOCUS_ERROR_INVALID_ARGUMENT &&
+                  strstr(locus_last_error(), "buffer c belongs to another"),
+              "gemm into another context's buffer: %s (%s)",
+              locus_status_name(status), locus_last_error());
+        status = gemm(context, their_cpu, mine, mine, out);
+        CHECK(status == LOCUS_ERROR_INVALID_ARGUMENT,
+              "gemm on another context's device: %s (%s)",
+              locus_status_name(status), locus_last_error());
+        locus_conv2d_desc c;
+        locus_conv2d_desc_init(&c);
+        c.batch = c.in_channels = c.out_channels = 1;
+        c.in_height = c.in_width = N;
+        c.kernel_height = c.kernel_width = 1;
+        status = locus_conv2d(context, gpu, &c, theirs, mine, out, NULL);
+        CHECK(status == LOCUS_ERROR_INVALID_ARGUMENT &&
+                  strstr(locus_last_error(), "buffer input belongs to another"),
+              "conv2d of another context's buffer: %s (%s)",
+              locus_status_name(status), locus_last_error());
+        /* The other context still reads its buffer. */
+        status = locus_reduce(other, their_cpu, &r, theirs, &sum, NULL);
+        CHECK(status == LOCUS_SUCCESS, "the other context's own reduce: %s",
+              locus_last_error());
+    }
+    locus_buffer_destroy(mine);
+    locus_buffer_destroy(out);
+    locus_buffer_destroy(theirs);
+    CHECK(locus_context_destroy(other) == LOCUS_SUCCESS,
+          "destroying the second context: %s", locus_last_error());
+}
+
+/* A context whose buffer has a copy on the device and whose queue is alive
+ * refuses to be destroyed, intact; it can be once they are destroyed. */
+static void check_busy_destroy(locus_context *context, locus_device *gpu)
+{
+    static float x[N * N];
+    cuda_test_fill(x, N * N);
+    locus_buffer *buffer = cuda_test_buffer(context, x, N * N);
+    locus_queue *queue = NULL;
+    CHECK(locus_queue_create(context, gpu, &queue) == LOCUS_SUCCESS,
+          "locus_queue_create: %s", locus_last_error());
+    if (!buffer || !queue)
+        goto destroy;
+    locus_reduce_desc r;
+    locus_reduce_desc_init(&r);
+    r.count = N * N;
+    double sum = 0.0, again = 0.0;
+    CHECK(locus_reduce(context, gpu, &r, buffer, &sum, NULL) == LOCUS_SUCCESS,
+          "reduce: %s", locus_last_error());
+    locus_status status = locus_context_destroy(context);
+    CHECK(status == LOCUS_ERROR_BUSY &&
+              strstr(locus_last_error(), "1 buffer and 1 queue still alive"),
+          "destroying a context with a buffer and a queue: %s (%s)",
+          locus_status_name(status), locus_last_error());
+    CHECK(locus_enqueue_reduce(queue, &r, buffer, &again, NULL, NULL) ==
+                  LOCUS_SUCCESS &&
+              locus_queue_finish(queue) == LOCUS_SUCCESS && again == sum,
+          "the queue after a refused destroy: %g, want %g (%s)", again, sum,
+          locus_last_error());
+destroy:
+    locus_queue_destroy(queue);
+    locus_buffer_destroy(buffer);
+}
+
 int main(void)
 {
     locus_context *context = NULL;
@@ -261,6 +507,11 @@ int main(void)
     check_out_of_memory(context, gpu);
     check_workspace_out_of_memory(context, gpu);
     check_bad_shapes(context, gpu);
-    locus_context_destroy(context);
+    check_wrapped_results(context, gpu);
+    check_wrapped_aliasing(context, gpu);
+    check_other_context(context, gpu);
+    check_busy_destroy(context, gpu);
+    CHECK(locus_context_destroy(context) == LOCUS_SUCCESS,
+          "destroying the context: %s", locus_last_error());
     return cuda_test_finish("test_" DEVICE_TEST_BACKEND "_coherence");
 }
