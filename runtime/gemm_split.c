@@ -289,6 +289,39 @@ static locus_status plan_rows(locus_context *context,
     return LOCUS_SUCCESS;
 }
 
+/* The plan of a gemm that reads neither A nor B (alpha or k 0: C = beta C,
+ * a pass over C) or does nothing (m or n 0): no split, whose transfers
+ * would cost more than the pass, but all rows to one device, which then
+ * runs locus_gemm's own case: the first host-memory device among those of
+ * a positive weight (C is on the host: the split reads it there), else
+ * the first of a positive weight. The weights are still checked. */
+static locus_status plan_whole(locus_device *const *devices, size_t count,
+                               const double *weights, size_t m, size_t *rows)
+{
+    size_t chosen = count;
+    for (size_t i = 0; i < count; i++) {
+        double w = weights ? weights[i] : 1.0;
+        if (!isfinite(w) || w < 0)
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "weights[%zu] = %g: a weight is a finite "
+                               "number, 0 or more",
+                               i, w);
+        if (w == 0)
+            continue;
+        if (chosen == count || (devices[i]->backend->table->host_memory &&
+                                !devices[chosen]->backend->table->host_memory))
+            chosen = i;
+    }
+    if (chosen == count)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "all %zu weights are 0: at least one device needs "
+                           "a positive weight",
+                           count);
+    for (size_t i = 0; i < count; i++)
+        rows[i] = i == chosen ? m : 0;
+    return LOCUS_SUCCESS;
+}
+
 /* Every check of a split call, then its plan. */
 static locus_status prepare(locus_context *context,
                             locus_device *const *devices, size_t device_count,
@@ -296,14 +329,13 @@ static locus_status prepare(locus_context *context,
                             locus_buffer *a, locus_buffer *b, locus_buffer *c,
                             const locus_record *record, split_plan *plan)
 {
-    if (!context || !devices || !desc || !a || !b || !c)
+    /* A, B or C may be NULL when it holds no elements, as in locus_gemm
+     * (locus__gemm_check). */
+    if (!context || !devices || !desc)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
                            !context   ? "context"
                            : !devices ? "devices"
-                           : !desc    ? "desc"
-                           : !a       ? "a"
-                           : !b       ? "b"
-                                      : "c");
+                                      : "desc");
     locus_status status = check_devices(context, devices, device_count);
     if (status != LOCUS_SUCCESS)
         return status;
@@ -314,12 +346,12 @@ static locus_status prepare(locus_context *context,
     locus_buffer *buffers[3] = {a, b, c};
     static const char *const names[] = {"a", "b", "c"};
     for (size_t i = 0; i < 3; i++)
-        if (buffers[i]->context != context)
+        if (buffers[i] && buffers[i]->context != context)
             return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                "buffer %s belongs to another context",
                                names[i]);
     for (size_t i = 0; i < 2; i++)
-        if (locus__buffers_overlap(c, buffers[i]))
+        if (c && buffers[i] && locus__buffers_overlap(c, buffers[i]))
             return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                "c and %s %s; the output must not alias an "
                                "input",
@@ -327,6 +359,8 @@ static locus_status prepare(locus_context *context,
                                c == buffers[i] ? "are the same buffer"
                                                : "overlap in memory");
     const locus_gemm_desc *d = &plan->desc;
+    if (locus__gemm_only_scales(d) || locus__gemm_does_nothing(d))
+        return plan_whole(devices, device_count, weights, d->m, plan->rows);
     /* As locus_gemm: C is only written when beta is 0 and the op covers
      * every byte of its buffer; otherwise its other bytes are kept. */
     plan->c_write_only =
@@ -677,7 +711,7 @@ LOCUS_API locus_status locus_gemm_split(
      * gemm: no thread, no block temporaries, and the operands stay where
      * its ordinary op keeps them (on the H200 the split's own cost made
      * cuda:0 + cpu, the CPU planned out, 0.77-0.98x cuda:0 alone). */
-    for (size_t i = 0; part_count == 1 && i < device_count; i++)
+    for (size_t i = 0; part_count <= 1 && i < device_count; i++)
         if (rows[i] == plan.desc.m) {
             locus__log(context, LOCUS_LOG_INFO,
                        "gemm split of %zu rows: all to %s, its own gemm",

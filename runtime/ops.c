@@ -91,7 +91,8 @@ static locus_status check_struct(size_t given, size_t needed, const char *what)
 }
 
 /* Elements of a rows x cols matrix stored with leading dimension ld must fit
- * in the buffer. */
+ * in the buffer. A matrix of no elements needs no bytes (and may be NULL:
+ * locus__gemm_check_nulls). */
 static locus_status check_matrix(const char *name, size_t rows, size_t cols,
                                  size_t ld, const locus_buffer *buffer)
 {
@@ -100,6 +101,8 @@ static locus_status check_matrix(const char *name, size_t rows, size_t cols,
                            "ld%s = %zu is less than the %zu columns of %s "
                            "as stored",
                            name, ld, cols, name);
+    if (rows == 0 || cols == 0)
+        return LOCUS_SUCCESS;
     size_t span, elements, bytes;
     locus_status status = checked_mul(rows - 1, ld, &span, name);
     if (status != LOCUS_SUCCESS)
@@ -525,6 +528,25 @@ static locus_status call_gemm(op_run *run, void *opaque)
                              &run->op);
 }
 
+locus_status locus__gemm_check_nulls(const locus_gemm_desc *desc,
+                                     const locus_buffer *a,
+                                     const locus_buffer *b,
+                                     const locus_buffer *c)
+{
+    const locus_buffer *buffers[] = {a, b, c};
+    static const char *const names[] = {"a", "b", "c"};
+    const size_t rows[] = {desc->trans_a ? desc->k : desc->m,
+                           desc->trans_b ? desc->n : desc->k, desc->m};
+    const size_t cols[] = {desc->trans_a ? desc->m : desc->k,
+                           desc->trans_b ? desc->k : desc->n, desc->n};
+    for (size_t i = 0; i < 3; i++)
+        if (!buffers[i] && rows[i] != 0 && cols[i] != 0)
+            return locus__fail(LOCUS_ERROR_NULL_ARGUMENT,
+                               "%s is NULL but holds %zu x %zu elements",
+                               names[i], rows[i], cols[i]);
+    return LOCUS_SUCCESS;
+}
+
 locus_status locus__gemm_check(locus_context *context, locus_device *device,
                                const locus_gemm_desc *desc,
                                const locus_buffer *a, const locus_buffer *b,
@@ -539,11 +561,6 @@ locus_status locus__gemm_check(locus_context *context, locus_device *device,
         status = check_common(context, device, desc->dtype, record);
     if (status != LOCUS_SUCCESS)
         return status;
-    if (desc->m == 0 || desc->n == 0 || desc->k == 0)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "gemm of m = %zu, n = %zu, k = %zu: every "
-                           "dimension must be at least 1",
-                           desc->m, desc->n, desc->k);
     if ((desc->trans_a != LOCUS_NO_TRANS && desc->trans_a != LOCUS_TRANS) ||
         (desc->trans_b != LOCUS_NO_TRANS && desc->trans_b != LOCUS_TRANS))
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
@@ -557,6 +574,10 @@ locus_status locus__gemm_check(locus_context *context, locus_device *device,
     status = checked_mul(desc->m, desc->n, mn, "gemm m * n");
     if (status == LOCUS_SUCCESS)
         status = checked_mul(*mn, desc->k, mnk, "gemm m * n * k");
+    if (status != LOCUS_SUCCESS)
+        return status;
+
+    status = locus__gemm_check_nulls(desc, a, b, c);
     if (status != LOCUS_SUCCESS)
         return status;
 
@@ -576,19 +597,99 @@ locus_status locus__gemm_check(locus_context *context, locus_device *device,
     return status;
 }
 
+/* The special cases below skip the operand list that check_aliasing reads,
+ * not its rule: an output aliasing an input is refused whatever alpha and
+ * the sizes are. NULL matrices hold nothing and alias nothing. */
+static locus_status check_gemm_alias(const locus_buffer *a,
+                                     const locus_buffer *b,
+                                     const locus_buffer *c)
+{
+    const locus_buffer *inputs[] = {a, b};
+    static const char *const names[] = {"a", "b"};
+    for (size_t i = 0; i < 2; i++)
+        if (c && inputs[i] && locus__buffers_overlap(c, inputs[i]))
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "c and %s %s; the output must not alias an "
+                               "input",
+                               names[i],
+                               c == inputs[i] ? "are the same buffer"
+                                              : "overlap in memory");
+    return LOCUS_SUCCESS;
+}
+
+/* A gemm with nothing to do (locus__gemm_does_nothing) reads and writes
+ * nothing and runs nowhere: its record names the caller's device, or
+ * "none" when the scheduler was asked, with 0 flops and 0 bytes. */
+static locus_status gemm_quick_return(locus_context *context,
+                                      locus_device *device, locus_record *out)
+{
+    if (device && !locus__device_offers(device, LOCUS__OP_GEMM))
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "gemm is not supported on %s (%s)",
+                           device->info.selector, device->info.name);
+    if (!out && context->record_fd < 0)
+        return LOCUS_SUCCESS;
+    locus_record record;
+    locus_record_init(&record);
+    locus_copy_name(record.op, sizeof record.op, "gemm");
+    locus_copy_name(record.device, sizeof record.device,
+                    device ? device->info.selector : "none");
+    locus_copy_name(record.algorithm, sizeof record.algorithm, "quick return");
+    locus_copy_name(record.chosen_by, sizeof record.chosen_by,
+                    device ? "caller" : "none");
+    locus__record_append(context, &record);
+    if (out)
+        locus__record_copy_out(out, &record);
+    return LOCUS_SUCCESS;
+}
+
+/* alpha or k is 0: C = beta C on the device, which is handed NULL for A and
+ * B; they are neither read nor copied (BLAS: NaN in them does not reach C).
+ * The record counts 0 flops, as BLAS counts 2 m n k products. */
+static locus_status call_gemm_scale(op_run *run, void *opaque)
+{
+    const gemm_args *args = opaque;
+    run->record.flops = 0.0;
+    run->record.bytes = (uint64_t)args->bytes;
+    locus__backend_slot *slot = run->device->backend;
+    return slot->table->gemm(slot->state, run->device->index_in_backend,
+                             args->desc, NULL, NULL, run->operands[0].memory,
+                             &run->op);
+}
+
+static locus_status gemm_scale_c(locus_context *context, locus_device *device,
+                                 const locus_gemm_desc *resolved,
+                                 locus_buffer *c, size_t mn,
+                                 locus_record *record)
+{
+    op_run run = {.context = context};
+    bool c_write_only = resolved->beta == 0.0 && resolved->ldc == resolved->n &&
+                        mn * FLOAT_BYTES == c->bytes;
+    run.operands[0] =
+        (operand){c, c_write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
+    run.operand_count = 1;
+    double bytes = FLOAT_BYTES * (c_write_only ? 1.0 : 2.0) * (double)mn;
+    locus_buffer *inputs[] = {c};
+    locus__op_cost cost = {LOCUS__OP_GEMM,
+                           (double)mn,
+                           bytes,
+                           inputs,
+                           c_write_only ? 0u : 1u,
+                           (double)mn * FLOAT_BYTES};
+    gemm_args args = {resolved, 0.0, bytes};
+    return dispatch(&run, device, &cost, call_gemm_scale, &args, record);
+}
+
 LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
                                   const locus_gemm_desc *desc, locus_buffer *a,
                                   locus_buffer *b, locus_buffer *c,
                                   locus_record *record)
 {
     locus__clear_error();
-    if (!context || !desc || !a || !b || !c)
+    /* A, B or C may be NULL when it holds no elements (check_matrix). */
+    if (!context || !desc)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
-                           !context ? "context"
-                           : !desc  ? "desc"
-                           : !a     ? "a"
-                           : !b     ? "b"
-                                    : "c");
+                           !context ? "context" : "desc");
     locus_buffer *matrices[] = {a, b, c};
     static const char *const matrix_names[] = {"a", "b", "c"};
     if (check_buffer_contexts(context, matrices, matrix_names, 3) !=
@@ -600,6 +701,15 @@ LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
         context, device, desc, a, b, c, record, &resolved, &flops_mn, &flops);
     if (status != LOCUS_SUCCESS)
         return status;
+    if (locus__gemm_does_nothing(&resolved) ||
+        locus__gemm_only_scales(&resolved)) {
+        status = check_gemm_alias(a, b, c);
+        if (status != LOCUS_SUCCESS)
+            return status;
+        if (locus__gemm_does_nothing(&resolved))
+            return gemm_quick_return(context, device, record);
+        return gemm_scale_c(context, device, &resolved, c, flops_mn, record);
+    }
 
     op_run run = {.context = context};
     /* With beta == 0, C is only written; but a strided C (ldc > n) or a

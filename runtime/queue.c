@@ -561,9 +561,24 @@ LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
         return status;
     if (!desc)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "desc is NULL");
+    /* A NULL matrix is allowed when it holds no elements (locus_gemm's
+     * rule), judged on a copy so that a caller's older, smaller struct
+     * reads as zeros past its end; the rest is checked when the op runs. */
+    locus_gemm_desc shape = {0};
+    COPY_DESC(shape, desc);
     locus_buffer *buffers[] = {a, b, c};
     static const char *const names[] = {"a", "b", "c"};
-    status = check_buffers(queue, buffers, names, 3);
+    locus_buffer *given[3];
+    const char *given_names[3];
+    size_t given_count = 0;
+    for (size_t i = 0; i < 3; i++)
+        if (buffers[i]) {
+            given[given_count] = buffers[i];
+            given_names[given_count++] = names[i];
+        }
+    status = locus__gemm_check_nulls(&shape, a, b, c);
+    if (status == LOCUS_SUCCESS)
+        status = check_buffers(queue, given, given_names, given_count);
     if (status == LOCUS_SUCCESS)
         status = check_output_alias(buffers, names, 3, 2);
     if (status != LOCUS_SUCCESS)

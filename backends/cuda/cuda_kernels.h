@@ -93,6 +93,12 @@ cudaError_t locus__cuda_gemm_combine(const float *partials, size_t parts,
                                      size_t n, float alpha, float beta,
                                      float *c, size_t ldc, cudaStream_t stream);
 
+/* C = beta C over m x n (gemm_k_split.cu): the whole of a GEMM whose
+ * alpha or k is 0, A and B unread. beta == 0 stores zeros (NaN or inf in
+ * C do not survive); beta == 1 launches nothing (C unchanged bit for bit). */
+cudaError_t locus__cuda_gemm_scale_c(float *c, size_t m, size_t n, size_t ldc,
+                                     float beta, cudaStream_t stream);
+
 /* ---- gemm on Hopper: wgmma + TMA (gemm_wgmma.cu, sm_90a only) ---- */
 
 /* Built only with LOCUS_CUDA_WGMMA (meson.build: CUDA 12.0 or newer). The

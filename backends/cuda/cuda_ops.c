@@ -236,13 +236,17 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
                                  const void *b, void *c, locus_op_context *op)
 {
     cuda_state *state = opaque;
-    if (desc == NULL || a == NULL || b == NULL || c == NULL)
+    /* alpha or k 0: C = beta C, and the runtime hands NULL for A and B
+     * (backend.h); m or n 0 never reaches a backend. */
+    const int scale_only =
+        desc != NULL && ((float)desc->alpha == 0.0f || desc->k == 0);
+    if (desc == NULL || c == NULL || (!scale_only && (a == NULL || b == NULL)))
         return state->services->fail(LOCUS_ERROR_NULL_ARGUMENT,
                                      "cuda gemm: NULL desc or matrix");
     locus_status status = check_f32(state, "gemm", desc->dtype);
     if (status != LOCUS_SUCCESS)
         return status;
-    if (desc->m > GEMM_MAX_M)
+    if (!scale_only && desc->m > GEMM_MAX_M)
         return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
                                      "cuda gemm: m = %zu is above the %zu "
                                      "rows one launch covers",
@@ -270,13 +274,21 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
     if (status != LOCUS_SUCCESS)
         return status;
     const char *kernel = NULL;
+    if (scale_only) {
+        kernel = "scale c";
+        cudaError_t err = locus__cuda_gemm_scale_c(g.c, g.m, g.n, g.ldc, g.beta,
+                                                   device->stream);
+        if (err != cudaSuccess)
+            status = locus__cuda_fail(
+                state, index, err, "gemm c = beta c launch %zux%zu", g.m, g.n);
+    }
 #ifdef LOCUS_CUDA_WGMMA
-    if (uses_wgmma(device, &g)) {
+    if (!scale_only && uses_wgmma(device, &g)) {
         kernel = locus__cuda_wgmma_kernel_name();
         status = run_wgmma(state, index, device, &g, op);
     }
 #endif
-    if (kernel == NULL)
+    if (kernel == NULL && status == LOCUS_SUCCESS)
         status = run_mma(state, index, device, &g, op, &kernel);
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "gemm");

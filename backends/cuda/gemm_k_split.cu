@@ -164,3 +164,41 @@ extern "C" cudaError_t locus__cuda_gemm_combine(const float *partials,
             <<<(unsigned)blocks, kCombineThreads, 0, stream>>>(p);
     return cudaGetLastError();
 }
+
+namespace locus_cuda
+{
+namespace
+{
+
+/* C = beta C, one thread an element, the grid striding past
+ * kCombineMaxBlocks blocks; beta == 0 stores zeros without reading C. */
+__global__ void scale_c_kernel(float *c, size_t m, size_t n, size_t ldc,
+                               float beta)
+{
+    const size_t total = m * n;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float *p = c + (i / n) * ldc + i % n;
+        *p = beta == 0.0f ? 0.0f : beta * *p;
+    }
+}
+
+} // namespace
+} // namespace locus_cuda
+
+extern "C" cudaError_t locus__cuda_gemm_scale_c(float *c, size_t m, size_t n,
+                                                size_t ldc, float beta,
+                                                cudaStream_t stream)
+{
+    using namespace locus_cuda;
+    if (m == 0 || n == 0 || beta == 1.0f)
+        return cudaSuccess;
+    if (c == nullptr || ldc < n)
+        return cudaErrorInvalidValue;
+    size_t blocks = (m * n + kCombineThreads - 1) / kCombineThreads;
+    if (blocks > kCombineMaxBlocks)
+        blocks = kCombineMaxBlocks;
+    scale_c_kernel<<<(unsigned)blocks, kCombineThreads, 0, stream>>>(c, m, n,
+                                                                    ldc, beta);
+    return cudaGetLastError();
+}

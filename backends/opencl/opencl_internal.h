@@ -57,7 +57,7 @@ typedef struct opencl_device {
      * exist in the GPU variant only (NULL in the CPU one); the Winograd
      * transforms (winograd.cl) in both. */
     cl_program program;
-    cl_kernel gemm, reduce, im2col, mec_lower, filter_krcs;
+    cl_kernel gemm, gemm_scale_c, reduce, im2col, mec_lower, filter_krcs;
     cl_kernel gemm_short, conv_implicit, conv_implicit_short;
     cl_kernel winograd_filter, winograd_input, winograd_output;
     opencl_tuning tuning;

@@ -305,12 +305,36 @@ release:
     return status;
 }
 
+/* C = beta C for a gemm whose alpha or k is 0 (gemm.cl's
+ * locus_gemm_scale_c); beta == 1 enqueues nothing. */
+static cl_int enqueue_scale_c(opencl_device *device, const opencl_gemm *g,
+                              const char **failed)
+{
+    if (g->beta == 1.0f)
+        return CL_SUCCESS;
+    const cl_uint m = (cl_uint)g->m, n = (cl_uint)g->n, ldc = (cl_uint)g->ldc;
+    const cl_ulong c_off = 0;
+    const float beta = g->beta;
+    const opencl_arg args[] = {
+        {sizeof m, &m},         {sizeof n, &n},     {sizeof(cl_mem), &g->c},
+        {sizeof c_off, &c_off}, {sizeof ldc, &ldc}, {sizeof beta, &beta},
+    };
+    return locus__opencl_enqueue_1d(device, device->gemm_scale_c, args,
+                                    sizeof args / sizeof args[0], g->m * g->n,
+                                    64, failed);
+}
+
 locus_status locus__opencl_gemm(void *opaque, size_t index,
                                 const locus_gemm_desc *desc, const void *a,
                                 const void *b, void *c, locus_op_context *op)
 {
     opencl_state *state = opaque;
-    if (state == NULL || desc == NULL || a == NULL || b == NULL || c == NULL)
+    /* alpha or k 0: C = beta C, and the runtime hands NULL for A and B
+     * (backend.h); m or n 0 never reaches a backend. */
+    const int scale_only =
+        desc != NULL && ((float)desc->alpha == 0.0f || desc->k == 0);
+    if (state == NULL || desc == NULL || c == NULL ||
+        (!scale_only && (a == NULL || b == NULL)))
         return state == NULL
                    ? LOCUS_ERROR_NULL_ARGUMENT
                    : state->services->fail(
@@ -349,11 +373,14 @@ locus_status locus__opencl_gemm(void *opaque, size_t index,
     if (status != LOCUS_SUCCESS)
         return status;
     const char *failed = "";
-    cl_int err = locus__opencl_enqueue_gemm(device, &g, &failed);
+    cl_int err = scale_only ? enqueue_scale_c(device, &g, &failed)
+                            : locus__opencl_enqueue_gemm(device, &g, &failed);
     if (err == CL_SUCCESS)
         err = locus__opencl_finish(device, &failed);
     if (err != CL_SUCCESS) {
         status = op_fail(state, index, device, err, failed, "gemm");
+    } else if (scale_only) {
+        locus__opencl_set_algorithm(op, "scale c");
     } else {
         /* The GPU kernel: 128 x 128 x TK tiles, double-buffered local
          * memory (gemm.cl). */

@@ -313,6 +313,7 @@ static locus_status create_kernels(opencl_state *state, size_t index,
         int gpu_only;
     } table[] = {
         {&device->gemm, "locus_gemm", 0},
+        {&device->gemm_scale_c, "locus_gemm_scale_c", 0},
         {&device->reduce, "locus_reduce", 0},
         {&device->im2col, "locus_im2col", 0},
         {&device->mec_lower, "locus_mec_lower", 0},
@@ -441,6 +442,7 @@ free_source:
 void locus__opencl_program_release(opencl_device *device)
 {
     cl_kernel *kernels[] = {&device->gemm,
+                            &device->gemm_scale_c,
                             &device->reduce,
                             &device->im2col,
                             &device->mec_lower,

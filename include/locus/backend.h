@@ -228,7 +228,10 @@ typedef struct locus_backend {
 
     /* Ops; NULL: not offered on this backend. Descriptors arrive validated
      * against the buffers, with leading dimensions made explicit. Each op
-     * finishes before it returns. */
+     * finishes before it returns. gemm never sees m or n 0, nor alpha or
+     * k 0 with beta 1 (the runtime returns at once); for alpha or k 0 it
+     * gets a and b NULL and must set C = beta C without reading C where
+     * beta is 0 (C = 0, NaN or not), the BLAS rules of locus.h. */
     locus_status (*reduce)(void *state, size_t device,
                            const locus_reduce_desc *desc, const void *x,
                            double *result, locus_op_context *op);

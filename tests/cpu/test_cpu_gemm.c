@@ -17,6 +17,7 @@
 #include <locus/locus.h>
 
 #include "cpu_contexts.h"
+#include "gemm_blas_rules.h"
 #include "test_buffers.h"
 #include "test_util.h"
 
@@ -110,9 +111,11 @@ static int check_c(const gemm_case *gc, size_t lda, size_t ldb, size_t ldc,
 }
 
 static void check_record(const locus_record *record, const shape *s,
-                         const char *what)
+                         double alpha, const char *what)
 {
-    double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
+    /* alpha == 0 multiplies nothing (C = beta C): 0 flops, as BLAS. */
+    double flops =
+        alpha == 0.0 ? 0.0 : 2.0 * (double)s->m * (double)s->n * (double)s->k;
     TEST_EXPECT(strcmp(record->op, "gemm") == 0,
                 "%s: record op is \"%s\", expected \"gemm\"", what, record->op);
     TEST_EXPECT(record->flops == flops,
@@ -191,7 +194,7 @@ static void run_case_into(locus_context *ctx, locus_device *dev,
         fprintf(stderr, "  in %s\n", what);
         goto destroy_buffers;
     }
-    check_record(&record, s, what);
+    check_record(&record, s, gc->ab.alpha, what);
     if (expected_isa && gc->ab.alpha != 0.0 && s->k != 0)
         TEST_EXPECT(
             strncmp(record.algorithm, expected_isa, strlen(expected_isa)) == 0,
@@ -358,6 +361,11 @@ static void test_isa(const char *isa)
     expected_isa = isa;
     locus_device *dev = NULL;
     if (TEST_OK(locus_device_find(ctx, "cpu", &dev)) == LOCUS_SUCCESS) {
+        char label[64];
+        snprintf(label, sizeof label, "cpu %s", isa);
+        gemm_rules_call rules = {ctx, label, gemm_rules_direct, dev};
+        TEST_EXPECT(gemm_blas_rules_check(&rules) == 0,
+                    "the BLAS rules of gemm on %s", label);
         test_device(ctx, dev, 1);
         test_large(ctx, dev);
         static const shape small = {67, 45, 301}, large = {611, 503, 701};
@@ -401,9 +409,43 @@ static void test_two_tiny_nodes(void)
     locus_context_destroy(ctx);
 }
 
+/* The BLAS rules through the scheduler (device NULL), a queue and the
+ * split over every CPU device (the per-node ones with the whole). */
+static void test_rules_entry_points(void)
+{
+    locus_context *ctx = test_cpu_context(NULL, NULL, NULL);
+    if (!ctx)
+        return;
+    gemm_rules_call rules = {ctx, "cpu device NULL", gemm_rules_direct, NULL};
+    TEST_EXPECT(gemm_blas_rules_check(&rules) == 0, "%s", rules.label);
+    locus_queue *queue = NULL;
+    if (TEST_OK(locus_queue_create(ctx, NULL, &queue)) == LOCUS_SUCCESS) {
+        gemm_rules_call queued = {ctx, "cpu queue", gemm_rules_queued, queue};
+        TEST_EXPECT(gemm_blas_rules_check(&queued) == 0, "%s", queued.label);
+        locus_queue_destroy(queue);
+    }
+    locus_device *devices[8];
+    size_t count = 0;
+    if (TEST_OK(locus_device_find(ctx, "cpu", &devices[0])) == LOCUS_SUCCESS) {
+        count = 1;
+        size_t at = 0;
+        for (locus_device *d; count < 8 && (d = test_next_other_cpu_device(
+                                                ctx, devices[0], &at));)
+            devices[count++] = d;
+        static const double ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+        gemm_rules_split_devices split = {devices, count, ones};
+        gemm_rules_call split_call = {ctx, "cpu split", gemm_rules_split,
+                                      &split};
+        TEST_EXPECT(gemm_blas_rules_check(&split_call) == 0, "%s",
+                    split_call.label);
+    }
+    locus_context_destroy(ctx);
+}
+
 int main(int argc, char **argv)
 {
     test_seed(argc, argv);
+    test_rules_entry_points();
     for (size_t i = 0; i < TEST_CPU_ISA_COUNT; i++)
         test_isa(test_cpu_isas[i]);
     test_two_tiny_nodes();

@@ -1,9 +1,11 @@
 /* GEMM on the device under test (device_test.h) against float64, in every
  * math mode: odd and prime shapes (edge tiles everywhere), all four
  * transpose cases, leading dimensions larger than the rows, alpha and beta,
- * and beta == 0 with C full of NaN (C must not be read). Prints the
+ * and beta == 0 with C full of NaN (C must not be read); the BLAS rules of
+ * alpha, beta and zero sizes (gemm_blas_rules.h). Prints the
  * measured relative error of each mode (max |C - C64| / sum |terms| over
  * C). The split cases are also run twice and must give the same bits. */
+#include "../common/gemm_blas_rules.h"
 #include "device_test.h"
 
 typedef struct gemm_case {
@@ -243,6 +245,39 @@ free_host:
     free(magnitude);
 }
 
+/* The BLAS rules (tests/common/gemm_blas_rules.h) on the device, through
+ * the scheduler (device NULL), a queue of the device, and a split of the
+ * rows between the device and the cpu. */
+static void check_blas_rules(locus_context *context, locus_device *gpu,
+                             locus_device *cpu)
+{
+    gemm_rules_call direct = {context, DEVICE_TEST_BACKEND, gemm_rules_direct,
+                              gpu};
+    CHECK(gemm_blas_rules_check(&direct) == 0, "the BLAS rules on %s",
+          direct.label);
+    gemm_rules_call automatic = {context, "device NULL", gemm_rules_direct,
+                                 NULL};
+    CHECK(gemm_blas_rules_check(&automatic) == 0, "the BLAS rules on %s",
+          automatic.label);
+    locus_queue *queue = NULL;
+    CHECK(locus_queue_create(context, gpu, &queue) == LOCUS_SUCCESS,
+          "locus_queue_create: %s", locus_last_error());
+    if (queue != NULL) {
+        gemm_rules_call queued = {context, DEVICE_TEST_BACKEND " queue",
+                                  gemm_rules_queued, queue};
+        CHECK(gemm_blas_rules_check(&queued) == 0, "the BLAS rules on %s",
+              queued.label);
+        locus_queue_destroy(queue);
+    }
+    locus_device *both[2] = {gpu, cpu};
+    static const double halves[2] = {1.0, 1.0};
+    gemm_rules_split_devices split = {both, 2, halves};
+    gemm_rules_call split_call = {context, DEVICE_TEST_BACKEND " + cpu split",
+                                  gemm_rules_split, &split};
+    CHECK(gemm_blas_rules_check(&split_call) == 0, "the BLAS rules on %s",
+          split_call.label);
+}
+
 int main(void)
 {
     locus_context *context = NULL;
@@ -256,6 +291,7 @@ int main(void)
     CHECK(status == LOCUS_SUCCESS, "locus_device_get_info: %s",
           locus_last_error());
     gpu_units = info.compute_units;
+    check_blas_rules(context, gpu, cpu);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(context, gpu, &cases[i], 0);
     for (size_t i = 0; i < sizeof split_cases / sizeof split_cases[0]; i++)

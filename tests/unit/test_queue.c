@@ -315,7 +315,7 @@ static void test_failure_reports(void)
 
     locus_gemm_desc bad;
     locus_gemm_desc_init(&bad);
-    bad.m = 0, bad.n = 2, bad.k = 2;
+    bad.m = 3, bad.n = 2, bad.k = 2; /* c holds 4 of the 6 floats */
     locus_event *failed = NULL, *after = NULL, *after_wait = NULL;
     TEST_OK(locus_enqueue_gemm(queue, &bad, bx, bx, bc, NULL, &failed));
     locus_reduce_desc desc;
@@ -330,10 +330,10 @@ static void test_failure_reports(void)
         desc.count = COUNT;
         TEST_OK(locus_enqueue_reduce(other, &desc, bx, &sum_after_wait, NULL,
                                      &after_wait));
-        if (TEST_ERROR(locus_event_wait(failed), LOCUS_ERROR_INVALID_ARGUMENT,
-                       "m = 0")) {
+        if (TEST_ERROR(locus_event_wait(failed), LOCUS_ERROR_BUFFER_TOO_SMALL,
+                       "c needs 24 bytes")) {
             TEST_EXPECT(
-                strstr(locus_event_error(failed), "m = 0") &&
+                strstr(locus_event_error(failed), "c needs 24 bytes") &&
                     strcmp(locus_event_error(failed), locus_last_error()) == 0,
                 "event error '%s', last error '%s'", locus_event_error(failed),
                 locus_last_error());
@@ -350,11 +350,11 @@ static void test_failure_reports(void)
         TEST_EXPECT(close_to(sum_after_wait, want, COUNT),
                     "the op after a failed wait: sum %g, want %g",
                     sum_after_wait, want);
-    TEST_ERROR(locus_queue_finish(queue), LOCUS_ERROR_INVALID_ARGUMENT,
-               "queued gemm (op 1 of the queue): gemm of m = 0");
+    TEST_ERROR(locus_queue_finish(queue), LOCUS_ERROR_BUFFER_TOO_SMALL,
+               "queued gemm (op 1 of the queue): c needs 24 bytes");
     TEST_OK(locus_queue_finish(queue));
-    TEST_ERROR(locus_queue_finish(other), LOCUS_ERROR_INVALID_ARGUMENT,
-               "the event waited on failed: gemm of m = 0");
+    TEST_ERROR(locus_queue_finish(other), LOCUS_ERROR_BUFFER_TOO_SMALL,
+               "the event waited on failed: c needs 24 bytes");
     TEST_OK(locus_queue_finish(other));
     locus_event_destroy(failed);
     locus_event_destroy(after);

@@ -720,3 +720,16 @@ locus_gemm(uint m, uint n, uint k, __global const float *a, ulong a_off,
 }
 
 #endif /* LOCUS_CPU_KERNELS */
+
+/* C = beta C over m x n, one work-item an element: the whole of a GEMM
+ * whose alpha or k is 0 (A and B are not read). beta == 0 stores zeros,
+ * so NaN or inf in C do not survive; the host skips beta == 1. */
+__kernel void locus_gemm_scale_c(uint m, uint n, __global float *c,
+                                 ulong c_off, uint ldc, float beta)
+{
+    const size_t i = get_global_id(0);
+    if (i >= (size_t)m * n)
+        return;
+    __global float *p = c + c_off + (i / n) * ldc + i % n;
+    *p = beta == 0.0f ? 0.0f : beta * *p;
+}
