@@ -369,9 +369,13 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
             pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
         if (error) {
             locus__pool_destroy(pool);
-            return locus__fail(LOCUS_ERROR_SYSTEM,
-                               "pthread_create for worker %d: %s", i,
-                               strerror(error));
+            /* EAGAIN is a thread's stack that does not fit (ulimit -v) or
+             * a thread limit: out of a resource the caller can free, as a
+             * failed allocation is, not a broken system. */
+            return locus__fail(error == EAGAIN ? LOCUS_ERROR_OUT_OF_MEMORY
+                                               : LOCUS_ERROR_SYSTEM,
+                               "pthread_create for worker %d of %d: %s", i,
+                               count, strerror(error));
         }
         pool->size = i + 1;
         pin_worker(topology, &workers[i]);

@@ -255,6 +255,10 @@ locus_status locus__opencl_device_ready(opencl_state *state, size_t index,
     return status;
 }
 
+/* Room kept beyond a CPU device's buffer for the driver's own allocations
+ * around it (its alignment, the command's bookkeeping). */
+#define HOST_ALLOCATION_SLACK ((uint64_t)16 << 20)
+
 static locus_status opencl_alloc(void *opaque, size_t index, size_t bytes,
                                  void **memory)
 {
@@ -286,6 +290,19 @@ static locus_status opencl_alloc(void *opaque, size_t index, size_t bytes,
     status = locus__opencl_device_ready(state, index, &device);
     if (status != LOCUS_SUCCESS)
         return status;
+    /* A CPU device's memory is this process's memory: PoCL allocates it at
+     * the migration below and asserts when that fails (ulimit -v), so the
+     * room is checked first (opencl_headroom.c). */
+    uint64_t left = 0;
+    if (device->kind == LOCUS_DEVICE_CPU &&
+        !locus__opencl_address_room((uint64_t)bytes + HOST_ALLOCATION_SLACK,
+                                    &left))
+        return services->fail(
+            LOCUS_ERROR_DEVICE_OUT_OF_MEMORY,
+            "allocating %zu bytes on opencl:%zu (%s), a device whose memory "
+            "is this process's, would pass the address-space limit "
+            "(RLIMIT_AS, ulimit -v): %llu bytes are left",
+            bytes, index, device->name, (unsigned long long)left);
 
     cl_int err = CL_SUCCESS;
     cl_mem buffer =

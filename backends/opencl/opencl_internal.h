@@ -97,6 +97,15 @@ void locus__opencl_release_staging(opencl_device *device);
 void locus__opencl_add_platform(opencl_state *state, cl_platform_id platform,
                                 size_t *capacity, char *note, size_t note_size);
 
+/* Whether bytes of address space can still be reserved under RLIMIT_AS
+ * (always, without a limit); *left gets what the limit leaves when there
+ * is one (opencl_headroom.c). */
+int locus__opencl_address_room(uint64_t bytes, uint64_t *left);
+
+/* The address space PoCL's CPU device takes to start its threads, and how
+ * many it starts. */
+uint64_t locus__opencl_pocl_startup_bytes(unsigned *threads);
+
 /* The device's context and queue, made at the state's first use of it
  * (opencl_backend.c); *device is set on success. */
 locus_status locus__opencl_device_ready(opencl_state *state, size_t index,

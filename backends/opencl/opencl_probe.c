@@ -292,6 +292,36 @@ static cl_int describe_device(const opencl_state *state,
     return CL_SUCCESS;
 }
 
+/* PoCL's platform name: its CPU device starts its threads, and aborts the
+ * process when it cannot (pthread_scheduler_init), at the first
+ * clGetDeviceIDs. Once per process: set under the runtime's set-up lock
+ * (plugin.c), which every init runs under. */
+#define POCL_PLATFORM_NAME "Portable Computing Language"
+static int pocl_started;
+
+/* Whether PoCL's threads have the address space to start in; if not, the
+ * platform is skipped with the figures in note (OpenCL is then absent
+ * with that reason, or the other platforms' devices remain). */
+static int pocl_can_start(const opencl_state *state, const char *platform_name,
+                          char *note, size_t note_size)
+{
+    if (pocl_started || strstr(platform_name, POCL_PLATFORM_NAME) == NULL)
+        return 1;
+    unsigned threads = 0;
+    uint64_t needed = locus__opencl_pocl_startup_bytes(&threads);
+    uint64_t left = 0;
+    if (locus__opencl_address_room(needed, &left))
+        return 1;
+    snprintf(note, note_size,
+             "platform %s skipped: its %u threads need about %llu MiB of "
+             "address space and the limit (RLIMIT_AS, ulimit -v) leaves %llu "
+             "MiB; PoCL aborts the process when it cannot start them",
+             platform_name, threads, (unsigned long long)(needed >> 20),
+             (unsigned long long)(left >> 20));
+    state->services->log(state->runtime, LOCUS_LOG_WARN, "opencl: %s", note);
+    return 0;
+}
+
 void locus__opencl_add_platform(opencl_state *state, cl_platform_id platform,
                                 size_t *capacity, char *note, size_t note_size)
 {
@@ -306,8 +336,12 @@ void locus__opencl_add_platform(opencl_state *state, cl_platform_id platform,
         snprintf(version_full, sizeof version_full, "OpenCL");
     short_platform_version(version_full, version, sizeof version);
 
+    if (!pocl_can_start(state, platform_name, note, note_size))
+        return;
     cl_uint count = 0;
     err = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, NULL, &count);
+    if (strstr(platform_name, POCL_PLATFORM_NAME) != NULL)
+        pocl_started = 1;
     if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && count == 0)) {
         snprintf(note, note_size, "platform %s has no device", platform_name);
         return;

@@ -28,6 +28,7 @@
  *    did.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,11 +343,9 @@ static locus_status create_kernels(opencl_state *state, size_t index,
     return LOCUS_SUCCESS;
 }
 
-locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
-                                         opencl_device *device)
+static locus_status build_program(opencl_state *state, size_t index,
+                                  opencl_device *device)
 {
-    if (device->program != NULL)
-        return LOCUS_SUCCESS;
     locus_status chosen = choose_tuning(state, index, device);
     if (chosen != LOCUS_SUCCESS)
         return chosen;
@@ -436,6 +435,28 @@ locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
         locus__opencl_program_release(device);
 free_source:
     free(source);
+    return status;
+}
+
+/* One program build at a time in the process, whichever context or device
+ * it is for: each device's lock orders its own contexts' ops, but PoCL
+ * 3.1's compiler set-up (its first build in the process, the LLVM state
+ * behind it) is not safe to enter from several contexts at once, which is
+ * what eight threads creating contexts and running their first op do
+ * (docs/RELIABILITY.md, "Start-up and limits"). A build happens once a
+ * device a context, and a cached binary loads in milliseconds, so the
+ * wait costs little; the cache file is written under it too, so two
+ * contexts of this process do not both compile and write the same file. */
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+
+locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
+                                         opencl_device *device)
+{
+    if (device->program != NULL)
+        return LOCUS_SUCCESS;
+    pthread_mutex_lock(&build_lock);
+    locus_status status = build_program(state, index, device);
+    pthread_mutex_unlock(&build_lock);
     return status;
 }
 
