@@ -509,7 +509,30 @@ typedef enum locus_math_mode {
 /* C = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm with
  * CblasRowMajor: op(A) is m x k, op(B) is k x n, C is m x n; lda is at least
  * the row length of A as stored (k, or m when transposed), likewise ldb, and
- * ldc >= n. With beta == 0, C is not read (NaN in C does not propagate). */
+ * ldc >= n (0: that tight value).
+ *
+ * The Reference BLAS rules hold on every backend, kernel and math mode, for
+ * every transpose and leading dimension, and through locus_enqueue_gemm and
+ * locus_gemm_split alike (alpha and beta as the f32 op rounds them):
+ *  - beta == 0: C is only written, never read; NaN or inf in C never
+ *    survive.
+ *  - alpha == 0 or k == 0: C = beta C, and A and B are not read (NaN or
+ *    inf there never reach C): beta == 0 sets C to +0, beta == 1 leaves C
+ *    as it was, bit for bit (its NaNs too), and runs nothing. The record
+ *    counts 0 flops.
+ *  - m == 0 or n == 0: a quick return: success, nothing read or written,
+ *    nothing run; the record's algorithm is "quick return", its device the
+ *    one given ("none" for device NULL), 0 flops and 0 bytes.
+ * Zero sizes leave the other checks standing, each matrix judged by its
+ * shape, read or not: ld below the row length as stored is refused
+ * (LOCUS_ERROR_INVALID_ARGUMENT; with k == 0 and A transposed, lda >= m
+ * still), a matrix that does not fit its buffer too (with k == 0, a C
+ * smaller than m x n with ldc: LOCUS_ERROR_BUFFER_TOO_SMALL). A matrix of
+ * no elements (A with m or k 0, B with k or n 0, C with m or n 0) needs no
+ * bytes and may be passed as NULL, as cblas callers pass NULL for an empty
+ * array; NULL for a matrix that has elements is LOCUS_ERROR_NULL_ARGUMENT
+ * ("a is NULL but holds 7 x 3 elements"), whether or not it would be read
+ * (alpha == 0 with A NULL and m, k > 0 is refused). */
 typedef struct locus_gemm_desc {
     size_t struct_size;
     locus_dtype dtype;
@@ -630,7 +653,8 @@ LOCUS_API void locus_queue_destroy(locus_queue *queue);
  *  - everything the synchronous op checks of its descriptor (struct_size,
  *    dtype, shape, sizes against the buffers, the record's struct_size) is
  *    checked when the op runs; a failure then comes back through the event
- *    and locus_queue_finish;
+ *    and locus_queue_finish; but a NULL buffer is judged at once (gemm:
+ *    allowed for a matrix of no elements, as in locus_gemm);
  *  - a wrapped output holds the result once the op has completed (its
  *    event, or locus_queue_finish, says so), as after the synchronous op. */
 LOCUS_API locus_status locus_enqueue_reduce(locus_queue *queue,
@@ -706,7 +730,12 @@ LOCUS_API void locus_event_destroy(locus_event *event);
  * infinite, or all weights 0 (LOCUS_ERROR_INVALID_ARGUMENT); a device that
  * does not offer gemm (LOCUS_ERROR_NOT_SUPPORTED). The record's device
  * reads "cuda:0+cpu": the devices given rows, joined by '+'; its algorithm
- * is "split". */
+ * is "split".
+ * A gemm that reads neither A nor B (alpha or k 0) or does nothing (m or n
+ * 0) is not split: every row goes to one device, the first host device
+ * among those of positive weight (C is on the host), else the first of
+ * positive weight, and it runs as locus_gemm there; locus_gemm_split_rows
+ * says so. */
 LOCUS_API locus_status locus_gemm_split(
     locus_context *context, locus_device *const *devices, size_t device_count,
     const double *weights, const locus_gemm_desc *desc, locus_buffer *a,
