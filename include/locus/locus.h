@@ -119,7 +119,14 @@ typedef struct locus_context_options {
 LOCUS_API void locus_context_options_init(locus_context_options *options);
 
 /* options may be NULL (defaults plus environment). Fails with
- * LOCUS_ERROR_BAD_ENVIRONMENT when a variable or option does not parse. */
+ * LOCUS_ERROR_BAD_ENVIRONMENT when a variable or option does not parse,
+ * LOCUS_ERROR_OUT_OF_MEMORY when memory or a worker thread cannot be had
+ * (ulimit -v included). Safe to call from several threads at once: the
+ * backends' process-wide set-up is serialized. Under an address-space
+ * limit too small for a driver's set-up (PoCL's threads), that backend is
+ * absent with the figures in its reason, never an abort; a buffer that
+ * would not fit on an OpenCL CPU device is LOCUS_ERROR_DEVICE_OUT_OF_MEMORY
+ * there (docs/RELIABILITY.md, "Start-up and limits"). */
 LOCUS_API locus_status
 locus_context_create(const locus_context_options *options, locus_context **out);
 /* Destroys the context and its devices. Destroy its buffers and queues
