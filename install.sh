@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")"
 prefix="${PREFIX:-$HOME/.local}"
-scripts/install-deps.sh
+scripts/install-deps.sh build
 [ -x /usr/local/cuda/bin/nvcc ] && PATH="/usr/local/cuda/bin:$PATH"
 if [ ! -f build/build.ninja ]; then
     meson setup build --prefix "$prefix" -Dbuildtype=release
@@ -16,3 +16,11 @@ meson compile -C build
 meson install -C build --quiet
 "$prefix/bin/locus" info
 "$prefix/bin/locus" bench gemm --size 256,512,1024
+libdir=$(meson introspect build --buildoptions |
+    python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
+cat <<EOT
+
+Locus is installed under $prefix. To use it from a shell, add:
+    export PATH="$prefix/bin:\$PATH"
+    export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"
+EOT

@@ -4,7 +4,7 @@
 # `./test.sh --suite cpu`. Set LOCUS_WERROR=1 to build with -Werror.
 set -eu
 cd "$(dirname "$0")"
-scripts/install-deps.sh
+scripts/install-deps.sh test
 [ -x /usr/local/cuda/bin/nvcc ] && PATH="/usr/local/cuda/bin:$PATH"
 werror=false
 [ "${LOCUS_WERROR:-0}" = 1 ] && werror=true

@@ -55,8 +55,6 @@ bool locus__plugin_abi_ok(const locus_backend *table, char *reason,
     return true;
 }
 
-/* The directory liblocus itself was loaded from, plus "/locus": a relocated
- * install still finds its modules. */
 /* A backend's init and fini set up and tear down process-wide driver
  * state (an OpenCL ICD's platforms, the CUDA driver): PoCL 3.1's is not
  * thread-safe, and contexts created from several threads at once crashed
@@ -66,13 +64,17 @@ static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char address_in_this_library;
 
+/* The directory liblocus.so itself was loaded from, plus "/locus": a
+ * relocated or DESTDIR install loads its own modules, never those of
+ * another install at the configured prefix. Not for a liblocus linked
+ * statically into a program (dladdr names the program then). */
 static bool library_relative_dir(char *dir, size_t capacity)
 {
     Dl_info info;
     if (!dladdr(&address_in_this_library, &info) || !info.dli_fname)
         return false;
     const char *slash = strrchr(info.dli_fname, '/');
-    if (!slash)
+    if (!slash || strncmp(slash + 1, "liblocus.so", 11) != 0)
         return false;
     int n = snprintf(dir, capacity, "%.*s/locus", (int)(slash - info.dli_fname),
                      info.dli_fname);
@@ -139,12 +141,11 @@ void locus__plugin_load(locus__backend_slot *slot, const char *name,
             cursor = colon + 1;
         }
     }
-    if (try_directory(slot, LOCUS_PLUGIN_DIR, strlen(LOCUS_PLUGIN_DIR), name))
-        return;
     char relative[4096];
     if (library_relative_dir(relative, sizeof relative) &&
-        strcmp(relative, LOCUS_PLUGIN_DIR) != 0 &&
         try_directory(slot, relative, strlen(relative), name))
+        return;
+    if (try_directory(slot, LOCUS_PLUGIN_DIR, strlen(LOCUS_PLUGIN_DIR), name))
         return;
     set_reason(slot, "module locus-%s.so not found in %s%s%s", name,
                search_path ? search_path : "", search_path ? ":" : "",

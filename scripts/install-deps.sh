@@ -1,19 +1,39 @@
 #!/bin/sh
-# Installs the Debian/Ubuntu packages Locus builds and tests with. The CUDA
-# toolkit is not among them: where /usr/local/cuda/bin/nvcc exists, the CUDA
-# module is built as well. qemu-system-x86 and busybox-static are for the
-# numa suite's two-node virtual machine (tests/numa/vm), whose kernel is not
-# installed here: the test fetches linux-image-amd64 with `apt-get download`
-# into the build directory. clang (with libFuzzer in libclang-rt-dev) and
-# valgrind are for CI's fuzz and valgrind stages (docs/RELIABILITY.md).
-# openmpi-bin and libopenmpi-dev build the MPI examples and run the mpi
-# suite (docs/MPI.md).
+# Installs the Debian/Ubuntu packages Locus needs.
+# usage: install-deps.sh [build|test|all]   (default all: what CI needs)
+#
+# build: what building, installing and running Locus needs, and nothing
+#   else (./install.sh): the compiler and meson, hwloc and libnuma, the
+#   OpenCL loader and headers with PoCL (an OpenCL device on the CPU),
+#   OpenBLAS and oneDNN (the references `locus bench` compares against),
+#   and libudev-dev, without which `pkg-config --static --libs locus`
+#   cannot link: Debian 12's hwloc.pc lists -ludev in Libs.private.
+# test: build, plus what the test suites need (./test.sh): clang-format
+#   (the format check), qemu-system-x86 and busybox-static for the numa
+#   suite's two-node virtual machine (tests/numa/vm, whose kernel the test
+#   fetches with `apt-get download` into the build directory), Open MPI for
+#   the MPI examples and the mpi suite (docs/MPI.md), numactl, hwloc and
+#   clinfo to look at the machine, and clang with libFuzzer
+#   (libclang-rt-dev) and valgrind for CI's fuzz and valgrind stages
+#   (docs/RELIABILITY.md).
+# The CUDA toolkit is never installed: where /usr/local/cuda/bin/nvcc
+# exists, the CUDA module is built as well.
 set -eu
-packages="build-essential meson ninja-build pkg-config python3
-  libhwloc-dev hwloc libnuma-dev numactl
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  clang-format qemu-system-x86 busybox-static libopenblas-dev libdnnl-dev
-  clang libclang-rt-dev valgrind openmpi-bin libopenmpi-dev"
+build_packages="build-essential meson ninja-build pkg-config python3
+  libhwloc-dev libnuma-dev libudev-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  libopenblas-dev libdnnl-dev"
+test_packages="clang-format qemu-system-x86 busybox-static
+  openmpi-bin libopenmpi-dev numactl hwloc clinfo
+  clang libclang-rt-dev valgrind"
+case "${1:-all}" in
+build) packages=$build_packages ;;
+test | all) packages="$build_packages $test_packages" ;;
+*)
+    echo "install-deps.sh: unknown set '$1' (build, test or all)" >&2
+    exit 2
+    ;;
+esac
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -1,11 +1,14 @@
 #!/bin/sh
 # Installs the build into a scratch DESTDIR and uses it as a user would:
-# the files land in the usual places, the README example builds with
-# pkg-config against the installed headers and library, and the installed
-# `locus` finds its modules with no LOCUS_PLUGIN_PATH (through the modules
-# folder beside the installed liblocus, since a DESTDIR install is not at
-# its prefix). The caller's LD_LIBRARY_PATH is kept after the installed
-# lib: the tool may link optional bench libraries found through it.
+# the files land in the usual places; the README example builds with the
+# README's own cc lines (locus and locus-static) and with
+# `pkg-config --static`, and runs with no LD_LIBRARY_PATH; the MPI
+# examples build with docs/MPI.md's own lines and run as two ranks; and
+# the installed `locus` loads the modules beside its own liblocus, with no
+# LOCUS_PLUGIN_PATH, even where another install sits at the configured
+# prefix (./install.sh, then ./test.sh). The caller's LD_LIBRARY_PATH is
+# kept after the installed lib for the tool: it may link optional bench
+# libraries found through it.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR PREFIX LIBDIR
 set -eu
 build=$1 source=$2 prefix=$3 libdir=$4
@@ -21,7 +24,7 @@ lib="$root/$libdir"
 for f in include/locus/locus.h include/locus/backend.h bin/locus; do
     [ -e "$root/$f" ] || fail "$f not installed"
 done
-for f in liblocus.so liblocus.a pkgconfig/locus.pc; do
+for f in liblocus.so liblocus.a pkgconfig/locus.pc pkgconfig/locus-static.pc; do
     [ -e "$lib/$f" ] || fail "$libdir/$f not installed"
 done
 # The modules that this build made are installed beside the library.
@@ -35,20 +38,86 @@ if readelf -d "$lib/liblocus.so" | grep -Eq 'libcuda|libcudart|libOpenCL'; then
     fail "liblocus.so links a GPU library"
 fi
 
-# The README's example, built the way the README says.
+# The README's example, built with the README's very `cc` lines and run
+# with no LD_LIBRARY_PATH: the rpath in locus.pc must find the library.
+# The .pc file names the real prefix; a pkg-config first on PATH points its
+# output at the scratch root, so that the README's lines run as written.
 python3 "$source/tests/readme/extract_example.py" "$source/README.md" \
     "$scratch/example.c"
+real_pkg_config=$(command -v pkg-config) || fail "no pkg-config"
+mkdir "$scratch/bin"
+# shellcheck disable=SC2016 # the wrapper expands them, not this shell
+printf '#!/bin/sh\nset -e\nout=$("%s" "$@")\necho "$out" | sed "s|%s|%s|g"\n' \
+    "$real_pkg_config" "$prefix" "$root" >"$scratch/bin/pkg-config"
+chmod +x "$scratch/bin/pkg-config"
 export PKG_CONFIG_PATH="$lib/pkgconfig"
-# The .pc file names the real prefix; point it at the scratch root.
-flags=$(pkg-config --cflags --libs locus | sed "s|$prefix|$root|g")
-# shellcheck disable=SC2086
-cc -std=c17 "$scratch/example.c" $flags -o "$scratch/example" ||
-    fail "the README example does not build with pkg-config"
-LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$scratch/example" || fail "the README example failed"
+user_ld_library_path=${LD_LIBRARY_PATH:-}
+unset LD_LIBRARY_PATH
+# run_line LINE: runs one documented command line in the scratch dir.
+run_line() {
+    (cd "$scratch" && PATH="$scratch/bin:$PATH" sh -eu -c "$1")
+}
+# readme_line PACKAGE: the README's cc line for that pkg-config package.
+readme_line() {
+    grep -m1 -F "    cc -std=c17 example.c \$(pkg-config --cflags --libs $1) " \
+        "$source/README.md" | sed 's/^    //'
+}
+shared_line=$(readme_line locus)
+[ -n "$shared_line" ] || fail "README: no cc line with locus"
+static_line=$(readme_line locus-static)
+[ -n "$static_line" ] || fail "README: no cc line with locus-static"
+run_line "$shared_line" || fail "the README example does not build: $shared_line"
+readelf -d "$scratch/example" | grep -q 'liblocus\.so' ||
+    fail "the README example does not link liblocus.so: $shared_line"
+run_line ./example || fail "the README example does not run as built: $shared_line"
+
+# locus-static: liblocus.a inside the program, no liblocus.so needed.
+rm -f "$scratch/example"
+run_line "$static_line" || fail "the README example does not build: $static_line"
+if readelf -d "$scratch/example" | grep -q 'liblocus'; then
+    fail "linked with locus-static, the example still needs liblocus.so"
+fi
+run_line ./example || fail "the statically linked example failed: $static_line"
+
+# pkg-config --static on locus links as well (hwloc's -ludev: libudev-dev).
+rm -f "$scratch/example"
+# shellcheck disable=SC2016 # run_line expands it
+static_flags_line='cc -std=c17 example.c $(pkg-config --static --cflags --libs locus) -o example'
+run_line "$static_flags_line" || fail "the example does not link: $static_flags_line"
+run_line ./example || fail "the example failed: $static_flags_line"
+
+# The MPI examples, built against the install with docs/MPI.md's very
+# lines (-lm among them), and run as two ranks on the CPU.
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+    mkdir -p "$scratch/examples/mpi"
+    cp "$source/examples/mpi/mpi_sum.c" "$source/examples/mpi/mpi_gemm.c" \
+        "$scratch/examples/mpi/"
+    mpi_lines=$(grep -E '^    mpicc -std=c17 examples/mpi/mpi_(sum|gemm)\.c ' \
+        "$source/docs/MPI.md" | sed 's/^    //')
+    [ "$(echo "$mpi_lines" | grep -c mpicc)" -eq 2 ] ||
+        fail "docs/MPI.md: not the two mpicc lines: $mpi_lines"
+    sum_line=$(echo "$mpi_lines" | grep mpi_sum)
+    gemm_line=$(echo "$mpi_lines" | grep mpi_gemm)
+    run_line "$sum_line" || fail "docs/MPI.md's line fails: $sum_line"
+    run_line "$gemm_line" || fail "docs/MPI.md's line fails: $gemm_line"
+    for job in "./mpi_sum 100003" "./mpi_gemm 61 33 17"; do
+        # shellcheck disable=SC2086
+        out=$(cd "$scratch" && OMPI_ALLOW_RUN_AS_ROOT=1 \
+            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            OMPI_MCA_rmaps_base_oversubscribe=1 LOCUS_BACKENDS=cpu \
+            LOCUS_DEVICE=cpu mpirun -np 2 $job 2>&1) ||
+            fail "mpirun -np 2 $job: $out"
+        [ "$(echo "$out" | grep -c ': ok$')" -eq 2 ] ||
+            fail "mpirun -np 2 $job: not two ok lines: $out"
+        echo "mpirun -np 2 $job: two ranks ok"
+    done
+else
+    echo "no mpicc or mpirun: the MPI examples were not built against the install"
+fi
 
 # The installed tool finds the installed modules by itself.
 unset LOCUS_PLUGIN_PATH
-info=$(LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$root/bin/locus" info --json) ||
+info=$(LD_LIBRARY_PATH="$lib${user_ld_library_path:+:$user_ld_library_path}" "$root/bin/locus" info --json) ||
     fail "installed locus info failed"
 if [ -e "$lib/locus/locus-opencl.so" ]; then
     echo "$info" | grep -q "$lib/locus/locus-opencl.so" ||
