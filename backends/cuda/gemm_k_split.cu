@@ -199,6 +199,6 @@ extern "C" cudaError_t locus__cuda_gemm_scale_c(float *c, size_t m, size_t n,
     if (blocks > kCombineMaxBlocks)
         blocks = kCombineMaxBlocks;
     scale_c_kernel<<<(unsigned)blocks, kCombineThreads, 0, stream>>>(c, m, n,
-                                                                    ldc, beta);
+                                                                     ldc, beta);
     return cudaGetLastError();
 }
