@@ -19,6 +19,17 @@
 #define THREADS 8
 #define COUNT 1000
 
+/* PoCL's compiler (LLVM) gives the thread that builds a program an
+ * alternate signal stack from malloc; AddressSanitizer's thread teardown
+ * then munmaps it as if it were its own and aborts ("unable to unmap").
+ * With use_sigaltstack=0 ASan leaves alternate stacks alone; ASAN_OPTIONS
+ * still override this default. Without ASan the function is never called. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "use_sigaltstack=0";
+}
+
 static const char *plugin_path;
 static int rounds = 10;
 static pthread_barrier_t start;
