@@ -321,8 +321,7 @@ void bench_print_json(const bench_request *request,
                       const bench_outcome *outcome)
 {
     json_writer json;
-    json_init(&json, stdout);
-    json_begin_object(&json);
+    json_document_begin(&json, stdout, "bench");
     json_key(&json, "seed");
     json_uint(&json, request->seed);
     json_key(&json, "repeat");
@@ -353,6 +352,5 @@ void bench_print_json(const bench_request *request,
         json_end_object(&json);
     }
     json_end_array(&json);
-    json_end_object(&json);
-    json_finish(&json);
+    json_document_end(&json);
 }

@@ -518,8 +518,7 @@ static void print_json(const point *points, size_t count, double geomean,
                        double worst)
 {
     json_writer json;
-    json_init(&json, stdout);
-    json_begin_object(&json);
+    json_document_begin(&json, stdout, "bench sched");
     json_key(&json, "results");
     json_begin_array(&json);
     for (size_t i = 0; i < count; i++) {

@@ -142,10 +142,7 @@ void bench_split_print_json(const split_request *request,
                             size_t device_count, const double *weights)
 {
     json_writer w;
-    json_init(&w, stdout);
-    json_begin_object(&w);
-    json_key(&w, "command");
-    json_string(&w, "bench split");
+    json_document_begin(&w, stdout, "bench split");
     json_key(&w, "seed");
     json_uint(&w, request->seed);
     json_key(&w, "repeat");

@@ -165,8 +165,7 @@ int calibrate_command(int argc, char **argv)
         table_align_right(&t, column);
     json_writer json;
     if (options.json) {
-        json_init(&json, stdout);
-        json_begin_object(&json);
+        json_document_begin(&json, stdout, "calibrate");
         json_key(&json, "devices");
         json_begin_array(&json);
     }

@@ -277,8 +277,7 @@ static void write_local_rank_json(json_writer *json,
 static void write_view_json(const machine_view *view)
 {
     json_writer json;
-    json_init(&json, stdout);
-    json_begin_object(&json);
+    json_document_begin(&json, stdout, "info");
     json_key(&json, "version");
     json_string(&json, locus_version_string());
     json_key(&json, "topology");

@@ -53,4 +53,28 @@ void json_null(json_writer *writer);
  * output is always valid JSON whatever a driver put in a device name. */
 void json_write_escaped(FILE *out, const char *text);
 
+/* ---- documents (json_document.c) ---------------------------------------
+ *
+ * Every --json document the `locus` command writes is one object that
+ * opens with the same header, so a script can tell what wrote it, where,
+ * when, and which layout to expect (docs/JSON.md):
+ *   "schema_version": JSON_SCHEMA_VERSION,
+ *   "command": the subcommand ("info", "bench", "bench sched", ...),
+ *   "locus_version": the loaded library's locus_version_string(),
+ *   "host": gethostname(), null when it fails,
+ *   "timestamp": when the document was begun, ISO 8601 UTC to the second.
+ * JSON_SCHEMA_VERSION goes up when a field of any document is removed,
+ * renamed, or changes its type or meaning; added fields do not bump it. */
+#define JSON_SCHEMA_VERSION 1
+
+/* json_init on out, the top-level object opened and the header written;
+ * the caller adds its own fields and ends with json_document_end. */
+void json_document_begin(json_writer *writer, FILE *out, const char *command);
+/* Closes the top-level object and finishes the document. */
+void json_document_end(json_writer *writer);
+
+/* The current time as ISO 8601 UTC, "2026-12-03T10:11:12Z"; false (and
+ * text empty) when the clock cannot be read. */
+bool json_utc_timestamp(char *text, size_t capacity);
+
 #endif

@@ -480,8 +480,7 @@ static void json_process(json_writer *json, const numa_process *process)
 void numa_write_json(const numa_view *view, FILE *out)
 {
     json_writer json;
-    json_init(&json, out);
-    json_begin_object(&json);
+    json_document_begin(&json, out, "numa");
     json_key(&json, "version");
     json_string(&json, locus_version_string());
     json_key(&json, "topology");
