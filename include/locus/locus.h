@@ -28,15 +28,28 @@ extern "C" {
 #define LOCUS_API
 #endif
 
+/* The version of this header, which is the project's version: meson
+ * refuses to configure when they differ, and docs/CHANGELOG.md says what
+ * each version added. A field or function noted "appended in 0.N" or "new
+ * in 0.N" below exists from that version on; the rest are 0.1's. */
 #define LOCUS_VERSION_MAJOR 0
-#define LOCUS_VERSION_MINOR 1
+#define LOCUS_VERSION_MINOR 2
 #define LOCUS_VERSION_PATCH 0
-/* One comparable number: 10000 * major + 100 * minor + patch. */
+/* One comparable number: 10000 * major + 100 * minor + patch (0.2.0 is
+ * 200). */
 #define LOCUS_VERSION                                                          \
     (LOCUS_VERSION_MAJOR * 10000 + LOCUS_VERSION_MINOR * 100 +                 \
      LOCUS_VERSION_PATCH)
+/* For code that must also build against older headers:
+ * #if LOCUS_VERSION_AT_LEAST(0, 2, 0) ... info.pci_bus_id ... #endif */
+#define LOCUS_VERSION_AT_LEAST(major, minor, patch)                            \
+    (LOCUS_VERSION >= (major)*10000 + (minor)*100 + (patch))
 
-/* The version of the library actually loaded (LOCUS_VERSION's encoding). */
+/* The version of the library actually loaded (LOCUS_VERSION's encoding).
+ * It may differ from the header's: liblocus.so.0 is every 0.x. A program
+ * that may meet a library older than its header reads a field appended in
+ * 0.N only when locus_version() >= that version (an older library neither
+ * fills nor clears it). */
 LOCUS_API int locus_version(void);
 /* The same as "major.minor.patch". */
 LOCUS_API const char *locus_version_string(void);
@@ -191,7 +204,7 @@ LOCUS_API const char *locus_topology_source(const locus_context *context);
  * there are several local ranks, the pool size is not set and the launcher
  * did not bind the process, the pool takes this rank's share of the
  * machine: ranks spread over the NUMA nodes, a node's cores split among its
- * ranks. */
+ * ranks. New in 0.2. */
 typedef struct locus_local_rank_info {
     size_t struct_size;
     int local_rank;     /* -1: not started by an MPI launcher Locus knows */
@@ -259,7 +272,8 @@ LOCUS_API locus_status locus_device_get_info(const locus_device *device,
 
 /* What the scheduler's cost model knows of a device: an op of w flops is
  * modelled as fixed + w / rate, the two fitted over a sweep of sizes; data
- * moves at the transfer rates (0: the device computes on host memory). */
+ * moves at the transfer rates (0: the device computes on host memory).
+ * New in 0.2, with locus_device_calibration. */
 typedef struct locus_calibration {
     size_t struct_size;
     char source[16]; /* "nominal", "cached" or "measured" */
@@ -272,9 +286,10 @@ typedef struct locus_calibration {
     double download_bytes_per_second;
     double copy_latency_seconds; /* one small copy; 0 on host memory */
     double download_pinned_bytes_per_second; /* 0: the backend cannot pin */
-    /* Appended in 0.2 (a smaller struct_size gets the fields above only):
-     * what an op adds when the worker pool it runs on is asleep, idle past
-     * its spin; 0 for a device whose ops do not run on the pool. */
+    /* What an op adds when the worker pool it runs on is asleep, idle past
+     * its spin; 0 for a device whose ops do not run on the pool. Added
+     * during 0.2, after the fields above: a struct_size that ends before
+     * it is still accepted and gets the fields above only. */
     double wake_seconds;
 } locus_calibration;
 
@@ -418,7 +433,8 @@ typedef enum locus_provenance {
 
 LOCUS_API const char *locus_provenance_str(locus_provenance provenance);
 
-/* The cost model's estimate for one candidate device. */
+/* The cost model's estimate for one candidate device (new in 0.2, with
+ * the record's fields that hold it). */
 typedef struct locus_estimate {
     char device[32]; /* selector */
     double seconds;  /* estimated wall time of the op there */
@@ -472,8 +488,8 @@ typedef struct locus_reduce_desc {
      * the same bits every run. Nonzero: a backend may combine partial
      * results with atomics (the CUDA backend does), which can be faster and
      * makes the order of a sum, so its last bits, vary from run to run.
-     * Appended after count: callers built against an older header pass a
-     * smaller struct_size and get the deterministic reduction. */
+     * In 0.1's layout already; a struct_size that ends at count is still
+     * accepted and gets the deterministic reduction. */
     int allow_atomic;
 } locus_reduce_desc;
 
@@ -564,10 +580,10 @@ typedef enum locus_conv_algorithm {
     LOCUS_CONV_MEC = 2,    /* memory-efficient convolution */
     /* im2col fused into GEMM packing: no lowered matrix */
     LOCUS_CONV_IMPLICIT_GEMM = 3,
-    /* Winograd F(2x2, 3x3): 2.25x fewer multiplies than the direct sum, at
-     * the cost of a workspace (the transformed filter, input tiles and
-     * products). 3x3 filters with stride 1 only (any padding); CUDA and
-     * OpenCL only: other shapes, and the CPU backend, return
+    /* New in 0.2. Winograd F(2x2, 3x3): 2.25x fewer multiplies than the
+     * direct sum, at the cost of a workspace (the transformed filter, input
+     * tiles and products). 3x3 filters with stride 1 only (any padding); CUDA
+     * and OpenCL only: other shapes, and the CPU backend, return
      * LOCUS_ERROR_NOT_SUPPORTED when it is asked for by name. FP32
      * arithmetic (or the math mode's, in its 16 GEMMs), but not the direct
      * sum's rounding: the transforms add and subtract neighbouring inputs
@@ -621,7 +637,9 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
 typedef struct locus_queue locus_queue;
 typedef struct locus_event locus_event;
 
-/* A queue runs the ops enqueued on it one at a time, in the order they were
+/* New in 0.2: queues, events, locus_gemm_split and locus_gemm_split_rows.
+ *
+ * A queue runs the ops enqueued on it one at a time, in the order they were
  * enqueued, on a thread of its own, while the caller goes on. Ops in
  * different queues run at the same time, so work on the CPU and on GPUs
  * overlaps. The buffer rules of the synchronous ops still hold across
