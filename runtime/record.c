@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "context.h"
+#include "env.h"
 
 double locus__now_seconds(void)
 {
@@ -119,6 +121,65 @@ size_t locus_record_to_json(const locus_record *record, char *text,
 
 static _Thread_local bool recording_paused;
 
+/* The process's rank in the whole MPI job, from the launcher's variables:
+ * Open MPI's, MVAPICH's, Hydra's (MPICH, Intel MPI), PMIx's, then Slurm's
+ * task id, in local_rank.c's order, the first set one deciding; -1 when
+ * none is set or it does not parse (the launcher's variable, not the
+ * user's: no warning, as local_rank.h decides). A few getenv calls beside
+ * the line's write(), so it is read each time rather than kept. */
+static int launcher_world_rank(void)
+{
+    static const char *const names[] = {"OMPI_COMM_WORLD_RANK",
+                                        "MV2_COMM_WORLD_RANK", "PMI_RANK",
+                                        "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *text = getenv(names[i]);
+        if (!text || text[0] == '\0')
+            continue;
+        /* A batch script has SLURM_PROCID too, but is no task of a step
+         * (local_rank.c makes the same distinction). */
+        if (strcmp(names[i], "SLURM_PROCID") == 0) {
+            const char *tasks = getenv("SLURM_STEP_TASKS_PER_NODE");
+            if (!tasks || tasks[0] == '\0')
+                continue;
+        }
+        int rank;
+        return locus__parse_small_uint(text, strlen(text), &rank) ? rank : -1;
+    }
+    return -1;
+}
+
+/* The start of a LOCUS_RECORD line, before the record's own fields: when
+ * it was written (ISO 8601 UTC to the microsecond: lines of one second
+ * stay ordered), by which process, of which MPI rank (the job's and the
+ * machine's, as the context read it; null when not started by a launcher).
+ * No closing brace; returns the length snprintf gives. */
+static int line_header(const locus_context *context, char *text,
+                       size_t capacity)
+{
+    char timestamp[64] = "null";
+    struct timespec now;
+    struct tm utc;
+    if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+        gmtime_r(&now.tv_sec, &utc)) {
+        char seconds[32];
+        strftime(seconds, sizeof seconds, "%Y-%m-%dT%H:%M:%S", &utc);
+        snprintf(timestamp, sizeof timestamp, "\"%s.%06ldZ\"", seconds,
+                 (long)(now.tv_nsec / 1000) % 1000000);
+    }
+    char rank[16] = "null", local_rank[16] = "null";
+    int world = launcher_world_rank();
+    if (world >= 0)
+        snprintf(rank, sizeof rank, "%d", world);
+    if (context->local_rank.launcher.rank >= 0)
+        snprintf(local_rank, sizeof local_rank, "%d",
+                 context->local_rank.launcher.rank);
+    return snprintf(text, capacity,
+                    "{\"timestamp\":%s,\"pid\":%ld,\"rank\":%s,"
+                    "\"local_rank\":%s",
+                    timestamp, (long)getpid(), rank, local_rank);
+}
+
 void locus__record_pause(bool paused)
 {
     recording_paused = paused;
@@ -129,9 +190,17 @@ void locus__record_append(locus_context *context, const locus_record *record)
     if (context->record_fd < 0 || recording_paused)
         return;
     char line[2048];
-    size_t length = locus_record_to_json(record, line, sizeof line - 1);
-    if (length >= sizeof line - 1)
+    int header = line_header(context, line, sizeof line);
+    if (header < 0 || (size_t)header >= sizeof line / 2)
         return;
+    /* The record's object follows the header, its '{' becoming a comma:
+     * one flat object per line. */
+    size_t capacity = sizeof line - 1 - (size_t)header;
+    size_t length = locus_record_to_json(record, line + header, capacity);
+    if (length >= capacity)
+        return;
+    line[header] = ',';
+    length += (size_t)header;
     line[length++] = '\n';
     /* One write() of the whole line on an O_APPEND descriptor: lines of
      * other threads and processes never interleave with it. A full disk
