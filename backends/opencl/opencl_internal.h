@@ -61,10 +61,10 @@ typedef struct opencl_device {
     cl_kernel gemm_short, conv_implicit, conv_implicit_short;
     cl_kernel winograd_filter, winograd_input, winograd_output;
     opencl_tuning tuning;
-    /* conv2d's workspaces kept between calls (opencl_conv.c, workspace()):
-     * slot 0 the lowered images or Winograd's input tiles V, 1 the
-     * permuted or transformed filter, 2 Winograd's products M; released
-     * with the program. */
+    /* conv2d's workspaces kept between calls (opencl_conv.c,
+     * locus__opencl_conv_workspace): slot 0 the lowered images or Winograd's
+     * input tiles V, 1 the permuted or transformed filter, 2 Winograd's
+     * products M; released with the program. */
     cl_mem workspace[3];
     size_t workspace_bytes[3];
     /* The reduce's per-group partials, kept between calls (making and
