@@ -75,8 +75,110 @@ static void load_backends(locus_context *context)
     }
 }
 
+/* The OS numbers of the topology's nodes, "0" or "0,1,2,3". */
+static void node_list(const locus__topology *topology, char *text,
+                      size_t capacity)
+{
+    size_t used = 0;
+    text[0] = '\0';
+    for (int n = 0; n < topology->node_count && used < capacity; n++) {
+        int written = snprintf(text + used, capacity - used, "%s%d",
+                               n ? "," : "", topology->nodes[n].os_index);
+        if (written < 0)
+            break;
+        used += (size_t)written;
+    }
+}
+
+static const locus__backend_slot *find_slot(const locus_context *context,
+                                            const char *name)
+{
+    for (size_t i = 0; i < context->backend_count; i++)
+        if (strcmp(context->backends[i].name, name) == 0)
+            return &context->backends[i];
+    return NULL;
+}
+
+/* Why one selector item matches no device, in what Locus knows: the
+ * backend absent and its reason, a number past its devices, no device of
+ * the kind asked for, no such NUMA node. */
+static void explain_no_match(const locus_context *context,
+                             const locus__selector *item, char *text,
+                             size_t capacity)
+{
+    static const char *const backend_of[] = {
+        [LOCUS__SELECT_CPU] = "cpu",
+        [LOCUS__SELECT_CUDA] = "cuda",
+        [LOCUS__SELECT_OPENCL] = "opencl",
+    };
+    const char *name = backend_of[item->kind];
+    if (!name) {
+        snprintf(text, capacity, "auto always matches");
+        return;
+    }
+    const locus__backend_slot *slot = find_slot(context, name);
+    if (!slot || !slot->available) {
+        snprintf(text, capacity, "the %s backend is absent: %s", name,
+                 slot ? slot->reason : "not built");
+        return;
+    }
+    size_t devices = 0, of_kind = 0;
+    for (size_t d = 0; d < context->device_count; d++) {
+        const locus_device *device = &context->devices[d];
+        if (device->backend != slot)
+            continue;
+        devices++;
+        of_kind += item->want_kind >= 0 &&
+                   device->info.kind == (locus_device_kind)item->want_kind;
+    }
+    if (item->kind == LOCUS__SELECT_CPU && item->numa_node >= 0) {
+        char nodes[256];
+        node_list(&context->topology, nodes, sizeof nodes);
+        snprintf(text, capacity, "no NUMA node %d: %s has node%s %s",
+                 item->numa_node,
+                 context->topology.is_this_system ? "this machine"
+                                                  : "the topology",
+                 context->topology.node_count == 1 ? "" : "s", nodes);
+    } else if (item->want_kind >= 0 && of_kind == 0) {
+        snprintf(text, capacity, "%s has no %s device among its %zu", name,
+                 locus_device_kind_str((locus_device_kind)item->want_kind),
+                 devices);
+    } else if (devices == 0) {
+        snprintf(text, capacity, "%s found no usable device", name);
+    } else if (devices == 1) {
+        snprintf(text, capacity, "%s has 1 device (%s:0)", name, name);
+    } else {
+        snprintf(text, capacity, "%s has %zu devices (%s:0 to %s:%zu)", name,
+                 devices, name, name, devices - 1);
+    }
+}
+
+/* Every item's reason, "cuda: the cuda backend is absent: ...; opencl:gpu:
+ * opencl has no gpu device among its 1". */
+static void explain_no_match_list(const locus_context *context, char *text,
+                                  size_t capacity)
+{
+    const locus__selector_list *list = &context->config.device;
+    size_t used = 0;
+    text[0] = '\0';
+    for (size_t i = 0; i < list->count && used < capacity; i++) {
+        char item[32], reason[384];
+        locus__format_selector(&list->items[i], item, sizeof item);
+        explain_no_match(context, &list->items[i], reason, sizeof reason);
+        int written = list->count == 1
+                          ? snprintf(text + used, capacity - used, "%s", reason)
+                          : snprintf(text + used, capacity - used, "%s%s: %s",
+                                     i ? "; " : "", item, reason);
+        if (written < 0)
+            break;
+        used += (size_t)written;
+    }
+}
+
 /* A requested device that does not exist: an error under LOCUS_STRICT=1,
- * a warning otherwise (ops then choose automatically). */
+ * a warning otherwise (ops then choose automatically); either way with
+ * the reason, since "matches no device" alone leaves the user guessing
+ * between a missing driver, a typo and a number past the last device. */
 static locus_status check_requested_devices(locus_context *context)
 {
     const locus__selector_list *list = &context->config.device;
@@ -86,15 +188,90 @@ static locus_status check_requested_devices(locus_context *context)
             return LOCUS_SUCCESS;
     }
     const char *raw = context->config.settings[LOCUS__SET_DEVICE].raw;
+    char why[1024];
+    explain_no_match_list(context, why, sizeof why);
     if (context->config.strict)
         return locus__fail(LOCUS_ERROR_DEVICE_UNAVAILABLE,
-                           "LOCUS_DEVICE='%s' matches no available device, "
-                           "and LOCUS_STRICT=1 forbids a fallback",
-                           raw ? raw : "");
+                           "LOCUS_DEVICE='%s' matches no available device "
+                           "(%s), and LOCUS_STRICT=1 forbids a fallback",
+                           raw ? raw : "", why);
     locus__log(context, LOCUS_LOG_WARN,
-               "LOCUS_DEVICE='%s' matches no available device; ops will "
-               "choose automatically",
-               raw ? raw : "");
+               "LOCUS_DEVICE='%s' matches no available device (%s); ops "
+               "will choose automatically",
+               raw ? raw : "", why);
+    return LOCUS_SUCCESS;
+}
+
+/* LOCUS_NUMA=node:N for a node the topology lacks would pass here and
+ * fail every allocation later; refused now, naming the nodes there are. */
+static locus_status check_numa_node(const locus_context *context)
+{
+    const locus__config *config = &context->config;
+    if (config->numa.policy != LOCUS_PLACE_NODE ||
+        locus__topology_node_position(&context->topology, config->numa.node) >=
+            0)
+        return LOCUS_SUCCESS;
+    const locus__setting_text *setting = &config->settings[LOCUS__SET_NUMA];
+    char nodes[256];
+    node_list(&context->topology, nodes, sizeof nodes);
+    return locus__fail(
+        LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
+        "LOCUS_NUMA='%s' (%s) names NUMA node %d, but %s has "
+        "node%s %s",
+        setting->raw ? setting->raw : "", setting->source, config->numa.node,
+        context->topology.is_this_system ? "this machine" : "the topology",
+        context->topology.node_count == 1 ? "" : "s", nodes);
+}
+
+/* LOCUS_* names no part of Locus reads: a misspelled variable would
+ * otherwise be ignored without a word. */
+static locus_status check_variable_names(const locus_context *context)
+{
+    enum { SHOWN = 8 };
+    locus_unknown_variable unknown[SHOWN];
+    size_t count = 0;
+    locus_status status = locus_unknown_variables(unknown, SHOWN, &count);
+    if (status != LOCUS_SUCCESS || count == 0)
+        return status;
+    if (context->config.strict && count == 1)
+        return locus__fail(
+            LOCUS_ERROR_BAD_ENVIRONMENT,
+            "LOCUS_STRICT=1 makes an unknown LOCUS_* name an "
+            "error: %s is not a Locus variable%s%s%s",
+            unknown[0].name, unknown[0].suggestion[0] ? "; did you mean " : "",
+            unknown[0].suggestion, unknown[0].suggestion[0] ? "?" : "");
+    if (context->config.strict) {
+        char names[1024];
+        size_t used = 0;
+        for (size_t i = 0; i < count && i < SHOWN && used < sizeof names; i++) {
+            int written = snprintf(
+                names + used, sizeof names - used, "%s%s%s%s%s", i ? ", " : "",
+                unknown[i].name,
+                unknown[i].suggestion[0] ? " (did you mean " : "",
+                unknown[i].suggestion, unknown[i].suggestion[0] ? "?)" : "");
+            if (written < 0)
+                break;
+            used += (size_t)written;
+        }
+        return locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+                           "LOCUS_STRICT=1 makes an unknown LOCUS_* name an "
+                           "error, and %zu are set: %s%s",
+                           count, names, count > SHOWN ? ", ..." : "");
+    }
+    for (size_t i = 0; i < count && i < SHOWN; i++) {
+        if (unknown[i].suggestion[0])
+            locus__log(context, LOCUS_LOG_WARN,
+                       "%s is not a Locus variable; did you mean %s?",
+                       unknown[i].name, unknown[i].suggestion);
+        else
+            locus__log(context, LOCUS_LOG_WARN,
+                       "%s is not a Locus variable and is ignored "
+                       "(docs/ENVIRONMENT.md lists them)",
+                       unknown[i].name);
+    }
+    if (count > SHOWN)
+        locus__log(context, LOCUS_LOG_WARN,
+                   "and %zu more unknown LOCUS_* names", count - SHOWN);
     return LOCUS_SUCCESS;
 }
 
@@ -113,7 +290,7 @@ static locus_status check_cpu_isa(const locus__config *config)
                 config->cpu_isa == LOCUS__ISA_GENERIC;
 #endif
     if (!supported)
-        return locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+        return locus__fail(LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
                            "LOCUS_CPU_ISA='%s' is not supported by this cpu",
                            locus__isa_name(config->cpu_isa));
     return LOCUS_SUCCESS;
@@ -144,13 +321,19 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     locus_status status = locus__config_load(&context->config, options);
     if (status != LOCUS_SUCCESS)
         goto free_context;
-    status = check_cpu_isa(&context->config);
+    if (!(options && options->ignore_environment))
+        status = check_variable_names(context);
+    if (status == LOCUS_SUCCESS)
+        status = check_cpu_isa(&context->config);
     if (status != LOCUS_SUCCESS)
         goto release_config;
     status = locus__topology_load(&context->topology, context->config.topology,
                                   context->config.topology_synthetic);
     if (status != LOCUS_SUCCESS)
         goto release_config;
+    status = check_numa_node(context);
+    if (status != LOCUS_SUCCESS)
+        goto release_topology;
     if (!context->topology.is_this_system)
         locus__log(context, LOCUS_LOG_WARN,
                    "topology from %s: nothing is bound, and placement is "
@@ -169,7 +352,11 @@ locus_context_create(const locus_context_options *options, locus_context **out)
             locus__open_regular(context->config.record_path,
                                 O_WRONLY | O_APPEND | O_CREAT, 0644, &why);
         if (context->record_fd < 0) {
-            status = locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+            /* The path parses whatever it is: a FIFO or a device is a
+             * value unusable here, anything else the system's refusal. */
+            bool irregular = strcmp(why, "not a regular file") == 0;
+            status = locus__fail(irregular ? LOCUS_ERROR_UNUSABLE_ENVIRONMENT
+                                           : LOCUS_ERROR_SYSTEM,
                                  "LOCUS_RECORD='%s' cannot be opened for "
                                  "appending: %s",
                                  context->config.record_path, why);

@@ -332,7 +332,7 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
     }
     if (count <= 0) {
         free(chosen);
-        return locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+        return locus__fail(LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
                            "LOCUS_THREADS=%d exceeds the %d cpus this process "
                            "may use",
                            threads, available ? available : limit);

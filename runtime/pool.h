@@ -20,7 +20,7 @@ typedef struct locus__worker_info {
 } locus__worker_info;
 
 /* threads 0: one per allowed core. More threads than allowed cpus fails with
- * LOCUS_ERROR_BAD_ENVIRONMENT naming LOCUS_THREADS. */
+ * LOCUS_ERROR_UNUSABLE_ENVIRONMENT naming LOCUS_THREADS. */
 locus_status locus__pool_create(const locus__topology *topology, int threads,
                                 locus__pool **out);
 void locus__pool_destroy(locus__pool *pool);

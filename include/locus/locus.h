@@ -59,7 +59,15 @@ LOCUS_API const char *locus_version_string(void);
 /* ------------------------------------------------------------------------ */
 
 /* X(name, value, message): the one list that status codes, their names and
- * their messages are generated from. */
+ * their messages are generated from. Codes are appended, never renumbered.
+ * The environment's three kinds of failure (docs/ENVIRONMENT.md):
+ * LOCUS_ERROR_BAD_ENVIRONMENT, a value that does not parse (or, under
+ * LOCUS_STRICT=1, a LOCUS_* name that is no Locus variable);
+ * LOCUS_ERROR_UNUSABLE_ENVIRONMENT (new in 0.2), a value that parses
+ * but this machine cannot honour (more threads than cpus, a NUMA node it
+ * lacks, an instruction set its cpu lacks, a record path that is no regular
+ * file); LOCUS_ERROR_SYSTEM, a file named by a variable that the system
+ * would not open, with strerror's text. */
 #define LOCUS_STATUS_LIST(X)                                                   \
     X(LOCUS_SUCCESS, 0, "success")                                             \
     X(LOCUS_ERROR_NULL_ARGUMENT, -1, "a required argument is NULL")            \
@@ -70,14 +78,16 @@ LOCUS_API const char *locus_version_string(void);
     X(LOCUS_ERROR_DEVICE_OUT_OF_MEMORY, -6, "out of device memory")            \
     X(LOCUS_ERROR_DEVICE_NOT_FOUND, -7, "no such device")                      \
     X(LOCUS_ERROR_NOT_SUPPORTED, -8, "operation not supported on the device")  \
-    X(LOCUS_ERROR_BAD_ENVIRONMENT, -9, "unparsable environment value")         \
+    X(LOCUS_ERROR_BAD_ENVIRONMENT, -9, "environment setting not understood")   \
     X(LOCUS_ERROR_PLACEMENT, -10, "memory placement failed")                   \
     X(LOCUS_ERROR_TOPOLOGY, -11, "topology could not be loaded")               \
     X(LOCUS_ERROR_PLUGIN, -12, "backend module could not be loaded")           \
     X(LOCUS_ERROR_BACKEND, -13, "backend failure")                             \
     X(LOCUS_ERROR_BUSY, -14, "resource busy")                                  \
     X(LOCUS_ERROR_SYSTEM, -15, "system call failed")                           \
-    X(LOCUS_ERROR_DEVICE_UNAVAILABLE, -16, "requested device unavailable")
+    X(LOCUS_ERROR_DEVICE_UNAVAILABLE, -16, "requested device unavailable")     \
+    X(LOCUS_ERROR_UNUSABLE_ENVIRONMENT, -17,                                   \
+      "environment value not usable on this machine")
 
 typedef enum locus_status {
 #define LOCUS_STATUS_ENUM_(name, value, message) name = value,
@@ -131,15 +141,26 @@ typedef struct locus_context_options {
 
 LOCUS_API void locus_context_options_init(locus_context_options *options);
 
-/* options may be NULL (defaults plus environment). Fails with
- * LOCUS_ERROR_BAD_ENVIRONMENT when a variable or option does not parse,
- * LOCUS_ERROR_OUT_OF_MEMORY when memory or a worker thread cannot be had
- * (ulimit -v included). Safe to call from several threads at once: the
- * backends' process-wide set-up is serialized. Under an address-space
- * limit too small for a driver's set-up (PoCL's threads), that backend is
- * absent with the figures in its reason, never an abort; a buffer that
- * would not fit on an OpenCL CPU device is LOCUS_ERROR_DEVICE_OUT_OF_MEMORY
- * there (docs/RELIABILITY.md, "Start-up and limits"). */
+/* options may be NULL (defaults plus environment). A variable or option
+ * that does not parse fails with LOCUS_ERROR_BAD_ENVIRONMENT; one that
+ * parses but this machine cannot honour (LOCUS_THREADS above the allowed
+ * cpus, LOCUS_NUMA=node:N for a node the topology lacks, a LOCUS_CPU_ISA
+ * the cpu lacks, a LOCUS_RECORD that is no regular file) with
+ * LOCUS_ERROR_UNUSABLE_ENVIRONMENT; a LOCUS_RECORD the system will not open
+ * with LOCUS_ERROR_SYSTEM and strerror's text. Warned about at
+ * LOCUS_LOG=warn, errors under LOCUS_STRICT=1: a LOCUS_* name that is no
+ * Locus variable (named with the nearest one, see locus_unknown_variables;
+ * LOCUS_ERROR_BAD_ENVIRONMENT), and a LOCUS_DEVICE that matches no device,
+ * with the reason Locus knows (the backend absent and why, a device number
+ * out of range; LOCUS_ERROR_DEVICE_UNAVAILABLE). With
+ * options.ignore_environment no name is checked. LOCUS_ERROR_OUT_OF_MEMORY
+ * when memory or a worker thread cannot be had (ulimit -v included). Safe
+ * to call from several threads at once: the backends' process-wide set-up
+ * is serialized. Under an address-space limit too small for a driver's
+ * set-up (PoCL's threads), that backend is absent with the figures in its
+ * reason, never an abort; a buffer that would not fit on an OpenCL CPU
+ * device is LOCUS_ERROR_DEVICE_OUT_OF_MEMORY there (docs/RELIABILITY.md,
+ * "Start-up and limits"). */
 LOCUS_API locus_status
 locus_context_create(const locus_context_options *options, locus_context **out);
 /* Destroys the context and its devices. Destroy its buffers and queues
@@ -164,6 +185,24 @@ LOCUS_API locus_status locus_setting_count(const locus_context *context,
                                            size_t *count);
 LOCUS_API locus_status locus_setting_get(const locus_context *context,
                                          size_t index, locus_setting *out);
+
+/* A LOCUS_* name in the process's environment that no part of Locus reads:
+ * most often a misspelling ("LOCUS_DEVIC"), which would otherwise be
+ * silently ignored. New in 0.2. */
+typedef struct locus_unknown_variable {
+    char name[64];       /* the name as set, cut at 63 bytes */
+    char suggestion[32]; /* the nearest Locus variable, "" when none is near */
+} locus_unknown_variable;
+
+/* Lists the unknown LOCUS_* names of the environment in its order: fills
+ * the first min(capacity, *count) entries of out (out may be NULL when
+ * capacity is 0) and sets *count to how many there are in all. Names under
+ * LOCUS_TEST_ are reserved for test harnesses and never listed; the known
+ * names are those of docs/ENVIRONMENT.md. Reads the environment as getenv
+ * does: not while another thread calls setenv. Needs no context, so that a
+ * tool can report them when locus_context_create fails. */
+LOCUS_API locus_status locus_unknown_variables(locus_unknown_variable *out,
+                                               size_t capacity, size_t *count);
 
 /* ------------------------------------------------------------------------ */
 /* Topology                                                                   */

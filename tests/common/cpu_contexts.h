@@ -56,7 +56,7 @@ test_cpu_context(const char *isa, const char *topology, const char *threads)
     options.threads = threads;
     locus_context *ctx = NULL;
     locus_status status = locus_context_create(&options, &ctx);
-    if (status == LOCUS_ERROR_BAD_ENVIRONMENT && isa) {
+    if (status == LOCUS_ERROR_UNUSABLE_ENVIRONMENT && isa) {
         printf("skipping %s: not supported (%s)\n", isa, locus_last_error());
         return NULL;
     }

@@ -115,6 +115,35 @@ static void test_selector_grammar(void)
                LOCUS_ERROR_INVALID_ARGUMENT, "more than");
 }
 
+/* LOCUS_NUMA=node:N is checked against the topology when the context is
+ * made, as LOCUS_THREADS is, instead of every allocation failing later. */
+static void test_numa_node_exists(void)
+{
+    locus_context *context = NULL;
+    setenv("LOCUS_TOPOLOGY", "synthetic:node:2 core:1 pu:1", 1);
+    expect_good("LOCUS_NUMA", "node:1", "node:1");
+    TEST_ERROR(create_with("LOCUS_NUMA", "node:5", &context),
+               LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
+               "LOCUS_NUMA='node:5' (environment) names NUMA node 5, but the "
+               "topology has nodes 0,1");
+    TEST_EXPECT(context == NULL, "node:5 left a context behind");
+    unsetenv("LOCUS_TOPOLOGY");
+    /* This machine: no node has that number. */
+    TEST_ERROR(create_with("LOCUS_NUMA", "node:999999", &context),
+               LOCUS_ERROR_UNUSABLE_ENVIRONMENT, "but this machine has node");
+    /* The same through the option. */
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.ignore_environment = 1;
+    options.backends = "cpu";
+    options.topology = "synthetic:node:1 core:1 pu:1";
+    options.numa = "node:1";
+    TEST_ERROR(locus_context_create(&options, &context),
+               LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
+               "LOCUS_NUMA='node:1' (option) names NUMA node 1, but the "
+               "topology has node 0");
+}
+
 static void test_other_variables(void)
 {
     expect_good("LOCUS_BACKENDS", "cpu", "cpu");
@@ -127,10 +156,11 @@ static void test_other_variables(void)
     expect_bad("LOCUS_THREADS", "-1", LOCUS_ERROR_BAD_ENVIRONMENT);
     expect_bad("LOCUS_THREADS", "two", LOCUS_ERROR_BAD_ENVIRONMENT);
     expect_bad("LOCUS_THREADS", "1.5", LOCUS_ERROR_BAD_ENVIRONMENT);
-    /* Parses, but more workers than cpus defeats pinning one per core. */
+    /* Parses, but more workers than cpus defeats pinning one per core:
+     * not usable here, which is not the same as not parsing. */
     locus_context *context = NULL;
     TEST_ERROR(create_with("LOCUS_THREADS", "99999", &context),
-               LOCUS_ERROR_BAD_ENVIRONMENT, "LOCUS_THREADS=99999");
+               LOCUS_ERROR_UNUSABLE_ENVIRONMENT, "LOCUS_THREADS=99999");
 
     expect_good("LOCUS_NUMA", "local", "local");
     expect_good("LOCUS_NUMA", "interleave", "interleave");
@@ -139,6 +169,7 @@ static void test_other_variables(void)
     expect_bad("LOCUS_NUMA", "node:", LOCUS_ERROR_BAD_ENVIRONMENT);
     expect_bad("LOCUS_NUMA", "node:x", LOCUS_ERROR_BAD_ENVIRONMENT);
     expect_bad("LOCUS_NUMA", "remote", LOCUS_ERROR_BAD_ENVIRONMENT);
+    test_numa_node_exists();
 
     expect_good("LOCUS_STRICT", "1", "1");
     expect_good("LOCUS_STRICT", "0", "0");
@@ -157,8 +188,15 @@ static void test_other_variables(void)
         expect_good("LOCUS_RECORD", record, record);
         unlink(record);
     }
-    expect_bad("LOCUS_RECORD", "/nonexistent-dir/record.jsonl",
-               LOCUS_ERROR_BAD_ENVIRONMENT);
+    /* A path that parses but cannot be opened: the system's refusal, with
+     * its reason. */
+    TEST_ERROR(
+        create_with("LOCUS_RECORD", "/nonexistent-dir/record.jsonl", &context),
+        LOCUS_ERROR_SYSTEM,
+        "LOCUS_RECORD='/nonexistent-dir/record.jsonl' cannot be "
+        "opened for appending: No such file or directory");
+    TEST_ERROR(create_with("LOCUS_RECORD", "/", &context), LOCUS_ERROR_SYSTEM,
+               "Is a directory");
 
     expect_good("LOCUS_TOPOLOGY", "synthetic:node:2 core:2 pu:1", "synthetic");
     expect_bad("LOCUS_TOPOLOGY", "synthetic:", LOCUS_ERROR_BAD_ENVIRONMENT);
@@ -176,7 +214,8 @@ static void test_other_variables(void)
 #if defined(__x86_64__)
     if (!__builtin_cpu_supports("avx512f"))
         TEST_ERROR(create_with("LOCUS_CPU_ISA", "avx512", &context),
-                   LOCUS_ERROR_BAD_ENVIRONMENT, "not supported by this cpu");
+                   LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
+                   "not supported by this cpu");
     else
         expect_good("LOCUS_CPU_ISA", "avx512", "avx512");
 #endif

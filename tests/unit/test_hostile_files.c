@@ -72,7 +72,7 @@ static void test_fifos(void)
     snprintf(fifo, sizeof fifo, "%s/fifo", root);
     TEST_EXPECT(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
     alarm(20);
-    make(fifo, NULL, LOCUS_ERROR_BAD_ENVIRONMENT);
+    make(fifo, NULL, LOCUS_ERROR_UNUSABLE_ENVIRONMENT);
     TEST_EXPECT(last_error_has("not a regular file"), "record fifo: %s",
                 locus_last_error());
     make(NULL, fifo, LOCUS_ERROR_TOPOLOGY);
