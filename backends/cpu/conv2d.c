@@ -6,23 +6,22 @@
  * LOCUS_ERROR_NOT_SUPPORTED.
  *
  * The auto rule. The implicit GEMM does im2col's arithmetic with the same
- * register kernel but never writes the lowered matrix: measured on the
- * ResNet-50 layer set and on small and 1x1 shapes (docs/PERFORMANCE.md)
- * it is 1.4x (1x1, where im2col lowers nothing) to 8x (7x7 stem) faster
- * than im2col and 1.4x to 4x faster than MEC, and its workspace (the
- * packed filter plus a few hundred KiB per worker) is the smallest of the
- * three except where the filter outweighs the image (3x3 256->256 at
- * 14x14: 2.9 MiB against im2col's 2.5 MiB). So `auto` runs it whenever
- * its sizes do not overflow. Where the ISA has a direct kernel and the
- * shape fills its tiles, the implicit GEMM runs in its other orientation
- * (conv_direct.c: filters as vectors, the input read in place).
- * Otherwise it falls back to the former rule between the two lowerings: MEC
- * lowers each input row S times where im2col lowers it R*S times, so it saves
- * memory when output rows share input rows (kernel_h > stride_h), and with one
- * GEMM over each worker's output rows it was as fast or faster than im2col on
- * every such layer of the set (docs/PERFORMANCE.md); it is picked there when
- * its workspace is smaller than im2col's, and im2col otherwise (1x1 layers,
- * which im2col reads in place).
+ * register kernel but never writes the lowered matrix, so it is faster than
+ * im2col and than MEC on every layer of the ResNet-50 set and on small and
+ * 1x1 shapes (most where im2col lowers most, the 7x7 stem; least on 1x1
+ * layers, where im2col lowers nothing; docs/PERFORMANCE.md), and its
+ * workspace (the packed filter plus a few hundred KiB per worker) is the
+ * smallest of the three except where the filter outweighs the image (3x3
+ * 256->256 at 14x14). So `auto` runs it whenever its sizes do not overflow.
+ * Where the ISA has a direct kernel and the shape fills its tiles, the
+ * implicit GEMM runs in its other orientation (conv_direct.c: filters as
+ * vectors, the input read in place). Otherwise it chooses between the two
+ * lowerings: MEC lowers each input row S times where im2col lowers it R*S
+ * times, so it saves memory when output rows share input rows (kernel_h >
+ * stride_h), and with one GEMM over each worker's output rows it is as fast
+ * as im2col or faster on every such layer of the set (docs/PERFORMANCE.md);
+ * it is picked there when its workspace is smaller than im2col's, and
+ * im2col otherwise (1x1 layers, which im2col reads in place).
  */
 #include "conv2d.h"
 #include "conv_implicit.h"

@@ -16,9 +16,9 @@
  * Otherwise each worker copies the input rows its next output rows read,
  * every channel, into its own band of zero-bordered rows, wx floats wide
  * so that the last tile's unused positions stay inside the row. A band is
- * the worker's alone: a padded image shared by all workers made each wait
- * for the slowest to copy its share (30-40 us of a 0.5 ms call on two
- * Zen 5 cores).
+ * the worker's alone: a padded image shared by all workers makes each wait
+ * for the slowest to copy its share, a noticeable part of a short call
+ * (docs/PERFORMANCE.md).
  *
  * Work. Units are (filter group, image, output row), ordered row-blocked
  * (image, block of a band's rows, group, row), so that a band of input
@@ -221,19 +221,18 @@ static size_t l2_per_worker(const locus__conv_problem *pr)
 
 /* One group's packed filter block in half of L2 (the kernel streams it
  * once per tile), all of the depth where it fits; and the units' order.
- * Row-blocked order (image, block of band_out rows, group, row) copies
- * each band of input rows once for every group and streams the whole
- * packed filter once per block; group-major order (group, image, row)
- * streams each group's filter once per worker and copies (or, read in
- * place, reads) every band once per group. Row-blocked where the whole
- * packed filter fits half of L2, so that streaming it is free, or where it
- * moves fewer bytes, a copy counting twice (read and written). Measured
- * on a 2-core Xeon (docs/PERFORMANCE.md): on the 1x1 64->256 layer at
- * batch 8 the old (image, row, group) order, blocks of one row, wrote its
- * 32-plane tiles to 256 interleaved planes, 7.8 ms; blocks of 16 rows
- * write 32 planes' runs of 16 rows, 3.9 ms; on the 3x3 256->256 layer at
- * 14x14, batch 8 (a band is the whole image), group-major copied every
- * image's band once per group, 6.2 ms, row-blocked once, 5.3 ms. */
+ * Row-blocked order (image, block of band_out rows, group, row) copies each
+ * band of input rows once for every group and streams the whole packed
+ * filter once per block; group-major order (group, image, row) streams each
+ * group's filter once per worker and copies (or, read in place, reads)
+ * every band once per group. Row-blocked where the whole packed filter fits
+ * half of L2, so that streaming it is free, or where it moves fewer bytes,
+ * a copy counting twice (read and written). Blocks of a band's rows rather
+ * than of one row: a row at a time writes a tile's 32 planes interleaved
+ * with all the others (256 planes on the 1x1 64->256 layer), blocks of rows
+ * write them in runs, much faster; and where a band is the whole image (3x3
+ * 256->256 at 14x14), row-blocked copies it once where group-major copies
+ * it once per group (docs/PERFORMANCE.md). */
 static void choose_blocking(const locus__conv_problem *pr, direct_plan *plan)
 {
     size_t l2 = l2_per_worker(pr);
@@ -260,19 +259,16 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem)
      * unpadded one's image in place, conv_implicit.c) in two cases:
      *  - the output share does not fit a worker's L2: the direct tile
      *    stores into 32 planes at once, in pieces of a line and a half,
-     *    which to memory ran at half the speed of the GEMM's whole output
-     *    rows. 1x1 64->256 @56, batch 8, 12.5 MiB of output a worker on a
-     *    2-core Xeon: direct 3.9 ms, GEMM 3.1;
+     *    which to memory is slower than the GEMM's whole output rows
+     *    (docs/PERFORMANCE.md);
      *  - unpadded, with positions that fill the GEMM's micro-panels (95%
      *    of their lanes or more): then the GEMM reads whole micro-panels
      *    of the image, asking for the next one ahead, where the direct
-     *    tile reads a line and a half of each of C planes. On a 2-core
-     *    Xeon, batch 1, us direct / GEMM: 1x1 64->256 @56 383 / 326,
-     *    256->64 @56 424-457 / 356, 128->512 @28 356-360 / 318-320,
-     *    512->128 @28 353-373 / 332-334. At 14x14 (196 positions, 88% of
-     *    the lanes of 7 micro-panels of 32) the direct kernel won:
-     *    256->1024 305 / 357-359, 1024->256 300-301 / 390-393; at 7x7
-     *    (77%) the two were even (the lane rule below picks the GEMM). */
+     *    tile reads a line and a half of each of C planes, and the GEMM
+     *    is the faster at 56x56 and 28x28. At 14x14 (196 positions, 88%
+     *    of the lanes of 7 micro-panels of 32) the direct kernel is; at
+     *    7x7 (77%) the two are even (the lane rule below picks the GEMM;
+     *    docs/PERFORMANCE.md). */
     const locus__conv_shape *sh = &problem->shape;
     if (sh->kernel_h == 1 && sh->kernel_w == 1 && sh->stride_h == 1 &&
         sh->stride_w == 1) {
@@ -285,9 +281,9 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem)
             (sh->pad_h == 0 && sh->pad_w == 0 && lanes >= 0.95))
             return 0;
     }
-    /* The direct kernel saves the implicit GEMM's packing of the input
-     * (5-15% of its time, docs/PERFORMANCE.md), so it may waste a little
-     * more of its lanes and still win, not much more. */
+    /* The direct kernel saves the implicit GEMM's packing of the input (a
+     * small part of its time, docs/PERFORMANCE.md), so it may waste a
+     * little more of its lanes and still win, not much more. */
     return direct_efficiency(problem, plan.positions, plan.filters) >=
            0.95 * implicit_efficiency(problem, isa->mr, isa->nr);
 }
@@ -579,10 +575,9 @@ locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem)
         atomic_init(&states[i],
                     lease.ready ? LOCUS__PIECE_DONE : LOCUS__PIECE_FREE);
     job.tap_major = lease.entry != NULL;
-    /* Step p = (c, r, q) goes to tap_major(sh, p), written out: the
-     * divisions of a call per step took 16 us of each call on the
-     * 256-channel layer (2304 steps, a Xeon core), before the workers
-     * start. */
+    /* Step p = (c, r, q) goes to tap_major(sh, p), written out: its
+     * divisions, per step of a deep layer's thousands, are serial time
+     * every call pays before the workers start (docs/PERFORMANCE.md). */
     for (size_t c = 0, p = 0; c < sh->channels; c++)
         for (size_t r = 0; r < sh->kernel_h; r++)
             for (size_t q = 0; q < sh->kernel_w; q++, p++)

@@ -8,8 +8,7 @@
  * that band of rows. A 1x1 stride-1 unpadded filter makes the image itself
  * the column matrix (C x PQ): its whole micro-panels are read in place by
  * the strided kernel (isa.h), rows PQ apart, and only an image's last,
- * partial one is packed. The copy cost the 1x1 64->256 @56 layer at batch
- * 8 3.1-3.3 ms against 2.9-3.1 in place on a 2-core Xeon.
+ * partial one is packed, which saves the copy's time (docs/PERFORMANCE.md).
  *
  * Loop nest of one worker's share (image n, micro-panel columns [t0, t1),
  * filter row panels [i0, i1)), outermost first:
@@ -32,11 +31,10 @@
  * depth block by depth block, once per call or, where the filter buffer
  * has a content key, once for as long as the filter cache keeps it
  * (filter_cache.c): a fresh packing, written by a few workers, must reach
- * every other worker's cache on each call (1x1 64->256 @56 on a 2-core
- * Xeon: 357 us packed each call, 351 from the cache). It is the only
- * shared workspace. It is packed inside the compute job, not by a job of its
- * own: each dispatch wakes every worker and waits for the last, part of
- * the ~40-60 us a call cost beyond the arithmetic on the 2-core VM.
+ * every other worker's cache on each call (docs/PERFORMANCE.md). It is the
+ * only shared workspace. It is packed inside the compute job, not by a job
+ * of its own: each dispatch wakes every worker and waits for the last, a
+ * good part of what a call costs beyond the arithmetic.
  * Each piece (one row panel of one depth block) has an atomic state
  * (pieces.h: free, claimed, done). Just before a worker first uses a depth
  * block it claims and packs the free pieces of its own rows (workers sharing
@@ -57,11 +55,11 @@
  * keeps both workers busy on a 14x14 image by splitting K, and splits the
  * positions wherever there are enough of them.
  *
- * Workspace. Mapping fresh pages costs ~2.7 us a page on the 2-core VM
- * (measured with mmap + touch + munmap), as much as the packing of a
- * whole layer; the buffers come from the
- * context's packing-buffer cache (gemm_workspace.h), which maps them once
- * and keeps them, or maps them for the call when another thread holds it.
+ * Workspace. Mapping fresh pages costs a fault and a zeroing per page, as
+ * much as the packing of a whole layer (docs/PERFORMANCE.md); the buffers
+ * come from the context's packing-buffer cache (gemm_workspace.h), which
+ * maps them once and keeps them, or maps them for the call when another
+ * thread holds it.
  */
 #include <assert.h>
 #include <stdatomic.h>
@@ -405,9 +403,9 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                         else if (rows == mr && cols == nr)
                             isa->sgemm(kcb, a, b, c, pq, 1.0f, beta);
                         else if (cols == nr && isa->sgemm_strided_rows)
-                            /* The last row panel, partial: its rows only
-                             * (256->64 @56 on a 2-core Xeon: 397-403 us
-                             * through a whole tile, 365-376 so). */
+                            /* The last row panel, partial: its rows only,
+                             * faster than through a whole tile
+                             * (docs/PERFORMANCE.md). */
                             isa->sgemm_strided_rows(kcb, a, b,
                                                     in_place ? pq : nr, c, pq,
                                                     1.0f, beta, rows);

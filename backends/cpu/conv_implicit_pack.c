@@ -2,10 +2,10 @@
  *
  * The packing must cost little next to the micro-kernel, which spends
  * about K / 16 cycles per packed float (K output channels, 16 FMA lanes a
- * cycle): 4 cycles at K = 64. A first version packed straight from the
- * image, zero-filling per depth row the lanes whose taps fall in the
- * padding: its bounds tests and short runs cost ~2.7 cycles a float,
- * 30% of the 3x3 56x56 layer. So the rows a block of output positions
+ * cycle): 4 cycles at K = 64. Packing straight from the image,
+ * zero-filling per depth row the lanes whose taps fall in the padding,
+ * costs nearly as much in bounds tests and short runs
+ * (docs/PERFORMANCE.md). So the rows a block of output positions
  * reads are first copied once, with their zero padding, into a per-worker
  * band (a few hundred KiB, reused R*S times from L2), and the micro-panel
  * is then packed with no test at all:
@@ -164,8 +164,9 @@ static inline void copy16(float *d, const float *src)
  * pairs of loads and a shuffle, no scalar tail. It reads src[31], one
  * float past the run's last tap: inside the band, whose slack covers a
  * whole run of 2 * nr floats past any segment start. copy_run stops its
- * vector loop one step early to avoid that read, so on the 7x7/2 stem it
- * moved a quarter of each run one float at a time (16% of the call). */
+ * vector loop one step early to avoid that read, which on the 7x7/2 stem
+ * leaves a quarter of each run to be moved one float at a time, a large
+ * part of the call (docs/PERFORMANCE.md). */
 static inline void copy16_s2(float *d, const float *src)
 {
 #if defined(__SSE2__)
@@ -185,11 +186,11 @@ static void pack_direct(const locus__implicit_band *band, size_t nr, size_t j0,
 {
     const float *src = band->base + p0 * band->plane + j0;
     if (cols == 16 && nr == 16) {
-        /* No memset of nothing per depth row: a call each cost as much as
-         * the 16-float copy (~1% of the 1x1 layer). The same lines of
-         * the next sweep are fetched into L2 now: the kc channel rows are
-         * too many streams for the hardware prefetcher, and each line
-         * would otherwise wait on memory (the image is read once). */
+        /* No memset of nothing per depth row: a call each costs as much as
+         * the 16-float copy. The same lines of the next sweep are fetched
+         * into L2 now: the kc channel rows are too many streams for the
+         * hardware prefetcher, and each line would otherwise wait on memory
+         * (the image is read once). */
         for (size_t p = 0; p < kc; p++, src += band->plane, bp += nr) {
 #if defined(__GNUC__)
             /* Through an integer: past the image's end on its last

@@ -3,9 +3,9 @@
  * Why. The direct convolution (conv_direct.c) packs the KCRS filter into
  * groups of 32 filters (16 with AVX2), and the implicit GEMM
  * (conv_implicit.c) into panels of its kernel's rows. Per call, on the
- * 3x3 256->256 layer at 14x14 that is 2.25 MiB read and written, 4-5% of
- * a call on two Zen 5 cores and 20-70 us of a 250 us call on the 16-core
- * host, where the workers of a group wait for each other's pieces. An
+ * 3x3 256->256 layer at 14x14 that is 2.25 MiB read and written, a few
+ * percent of a call on few cores and more on many, where the workers of a
+ * group wait for each other's pieces (docs/PERFORMANCE.md). An
  * application running a network over and over hands the same filter buffers
  * each time; oneDNN's users reorder their weights once for the same reason.
  *

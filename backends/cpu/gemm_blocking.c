@@ -4,18 +4,17 @@
  *    of a sweep, so it should stay in L1 while B's micro-panels stream
  *    through: half of L1. Every kc steps each tile of C is read and
  *    written once more, so kc is no smaller than it must be: 384 on a
- *    48 KiB L1 (on a 2-core Xeon, n = 4096 ran in 509-519 ms at kc 192,
- *    478-480 at 384; 256, 512 and 768 were within noise of 384 once
- *    the sweeps below were in);
+ *    48 KiB L1 (a smaller kc is measurably slower, larger ones no faster:
+ *    docs/PERFORMANCE.md);
  *  - l2_cols: the KC x l2_cols part of the B block swept once per A
  *    micro-panel stays in the worker's share of L2; a quarter of it,
- *    since the A micro-panels and C's tiles pass through L2 too (on that
- *    Xeon, 2 MiB of L2: 457-470 ms at 192-512 KiB, 473-485 at 1 MiB,
- *    544 at 2 MiB, 478-483 with one micro-panel per sweep);
+ *    since the A micro-panels and C's tiles pass through L2 too (a sweep
+ *    over all of L2 is clearly slower, one of a single micro-panel a
+ *    little: docs/PERFORMANCE.md);
  *  - mc: each worker's packed MC x KC block of A is read once per sweep,
  *    so it can live in L3: a quarter of the worker's share of L3, up to
- *    4096 rows (the larger block packs A in fewer, longer runs: 2048
- *    rows were 1-3% faster than 672 on that Xeon);
+ *    4096 rows (the larger block packs A in fewer, longer runs, which is
+ *    a little faster);
  *  - nc: the packed KC x NC block of B is shared by a node's workers and
  *    read once per A block, so it should stay in L3 (half of it; L3 is
  *    per node or larger, and every worker of the node reads this block).

@@ -48,10 +48,11 @@ void locus__sgemm_pack_a(const locus__sgemm *g, size_t mr, size_t i0, size_t mc,
 {
     /* The ISA's in-register transpose where it has one (AVX2: eight depth
      * steps of six rows at a time). The scalar interleave below moves one
-     * float per load and store: a third of the product's time when the
-     * product is narrow (MEC and im2col on 3x3 256 -> 256 at 14x14 pack
-     * the 2.25 MiB filter for every 98 columns), a tenth with the
-     * transpose. The same layout, so the same bits. */
+     * float per load and store, a large part of the product's time when
+     * the product is narrow (MEC and im2col on 3x3 256 -> 256 at 14x14
+     * pack the 2.25 MiB filter for every 98 columns), a small one with
+     * the transpose (docs/PERFORMANCE.md). The same layout, so the same
+     * bits. */
     const locus__cpu_isa *isa = g->isa ? g->isa : locus__cpu_isa_best();
     if (g->trans_a == LOCUS_NO_TRANS && isa->pack_a_panel &&
         mr <= LOCUS__MAX_MR) {

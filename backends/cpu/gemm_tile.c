@@ -75,8 +75,8 @@ void locus__cpu_sgemm_tile(const locus__sgemm *g,
                 size_t m_block = min_size(mc, row_end - ic);
                 locus__sgemm_pack_a(g, mr, ic, m_block, pc, k_block, ap);
                 /* One B micro-panel per sweep (gemm_block.h): with A
-                 * blocks this small, L2 sweeps ran im2col and MEC up to 8%
-                 * slower on a Xeon core. */
+                 * blocks this small, L2 sweeps make im2col and MEC slower
+                 * (docs/PERFORMANCE.md). */
                 locus__sgemm_macro(isa, m_block, n_block, k_block, ap, bp,
                                    g->c + ic * g->ldc + jc, g->ldc, g->alpha,
                                    beta, nr);

@@ -59,46 +59,42 @@
  *
  * Rule: solution B when the batch is 1 or a worker's rows of one image
  * give at least MEC_MIN_COLUMNS (64) columns; else A with the fewest
- * images that reach 64 (the whole batch when even that does not). Why 64,
- * measured on a 2-core EPYC (AVX2, 6x16 tile, 2 workers), batch 8, 3x3:
- * at 28 columns per image (512 -> 512 at 7x7) A with 3 images ran in 17.2
- * ms against B's 22.0; at 56 (256 -> 256 at 8x14) A with 2 images 8.1 ms
- * against 9.3; at 98 (256 -> 256 at 14x14) A with 2 or 3 images was within
- * the noise of B (14.6 to 17.0 ms against 15.7) for twice the workspace,
- * so B, which keeps MEC's memory below im2col's there.
+ * images that reach 64 (the whole batch when even that does not). Why 64:
+ * at 28 and 56 columns per image A is clearly faster than B; at 98 the two
+ * are within noise of each other, A for twice the workspace, so B, which
+ * keeps MEC's memory below im2col's there (docs/PERFORMANCE.md).
  *
- * Shared lowering. Where solution A would need more workspace than
- * im2col (batch 8 of the 3x3 256->256 layer at 14x14 on 16 workers: each
- * worker has one output row, so A lowers 5 images' bands per worker, 140%
- * of im2col's), or where a worker's GEMM has fewer than MEC_MIN_COLUMNS
+ * Shared lowering. Where solution A would need more workspace than im2col
+ * (batch 8 of the 3x3 256->256 layer at 14x14 on 16 workers: each worker
+ * has one output row, so A lowers 5 images' bands per worker, 140% of
+ * im2col's), or where a worker's GEMM has fewer than MEC_MIN_COLUMNS
  * columns even so (batch 1 of that layer on 16 workers: 14 columns each,
- * every worker packing the whole 2.25 MiB filter for them; 1.7-4.8 ms
- * on the 16-core host, slower than im2col), MEC splits the filters
- * instead: the workers form
- * `round_images` teams of `filter_ways`, each team one image of the
- * round, each member a K / filter_ways share of the filters over all of
- * the image's P * Q columns. The team lowers its image once, into L
- * shared by its members, one padded input row at a time as pieces
- * (pieces.h: claimed, lowered, waited for; no barrier), and each member
- * multiplies its filter rows by the whole of L. A round is one job of
- * the pool, so the next round may lower into the same L. filter_ways is
- * the largest divisor of the worker count that leaves each member at
- * least MEC_SHARED_FILTERS filters (two or three register tiles, so the
- * GEMM keeps its efficiency), and the round's images are the rest.
+ * every worker packing the whole 2.25 MiB filter for them, slower than
+ * im2col: docs/PERFORMANCE.md), MEC splits the filters instead: the workers
+ * form `round_images` teams of `filter_ways`, each team one image of the
+ * round, each member a K / filter_ways share of the filters over all of the
+ * image's P * Q columns. The team lowers its image once, into L shared by
+ * its members, one padded input row at a time as pieces (pieces.h: claimed,
+ * lowered, waited for; no barrier), and each member multiplies its filter
+ * rows by the whole of L. A round is one job of the pool, so the next round
+ * may lower into the same L. filter_ways is the largest divisor of the
+ * worker count that leaves each member at least MEC_SHARED_FILTERS filters
+ * (two or three register tiles, so the GEMM keeps its efficiency), and the
+ * round's images are the rest.
  *
  * Column chunks. A GEMM's packed B block grows with its columns (KC x n
  * floats, up to 2 MiB in gemm_tile.c) and is per-worker workspace, so the
  * columns are cut into even chunks of at most MEC_MAX_COLUMNS (256), and
  * the filter, packed again per chunk, is packed once per 256 columns
- * where MEC had packed it once per output row. 512 and 1024 ran no faster
- * on the 56x56 layers and cost 0.4 and 1.1 MiB more.
+ * rather than once per output row. Larger chunks run no faster on the
+ * 56x56 layers and take more workspace (docs/PERFORMANCE.md).
  *
  * Compact blocks. The GEMM runs with gemm.h's compact cache blocks (48
  * rows of A by 128 deep, against im2col's 144 by 256): 97 KiB of scratch
  * per worker on the 3x3 256->256 layer at 14x14 instead of 290, which
- * took MEC's workspace there from 54% of im2col's to 39% on two workers
- * (35% on 16), for 5-10% more time on that layer (still 1.1-1.3x faster
- * than im2col) and none on the others (docs/PERFORMANCE.md).
+ * brings MEC's workspace there well below im2col's, for a little more
+ * time on that layer (still less than im2col's) and none on the others
+ * (docs/PERFORMANCE.md).
  *
  * Parallelism, as im2col: the images (or groups) are done one after the
  * other and the workers split the P output rows of each. A worker lowers

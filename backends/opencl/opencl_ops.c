@@ -117,8 +117,9 @@ static double seconds_now(void)
 /* Waits for `event`: on a GPU by polling its status for up to
  * SPIN_SECONDS, then by clWaitForEvents (NVIDIA's blocking wait sleeps in
  * the driver); on a CPU device at once by clWaitForEvents, since a polling
- * thread would take a core from the device's own threads (PoCL's 2^20
- * reduce on the 2-core VM: 0.48x the CPU backend polling). */
+ * thread would take a core from the device's own threads, which on a host
+ * of few cores slows PoCL's reduce far more than the wait costs
+ * (docs/PERFORMANCE.md). */
 #define SPIN_SECONDS 200e-6
 static cl_int wait_polling(const opencl_device *device, cl_event event)
 {
@@ -245,10 +246,10 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
     groups = (desc->count + per_group - 1) / per_group;
 
     cl_int err = CL_SUCCESS;
-    /* Into pinned memory where the driver gives some, and waited for by
-     * polling on GPUs: on the H200 both together took a 2^20-float reduce
-     * from 20.8 to 16.0 us and an empty one from 18.2 to 12.5
-     * (docs/PERFORMANCE.md); a blocking read sleeps in the driver. */
+    /* Into pinned memory where the driver gives some, so that the read is
+     * one DMA, and waited for by polling on GPUs, since a blocking read
+     * sleeps in the driver: together a large part of a small reduce's
+     * fixed cost on NVIDIA's OpenCL (docs/PERFORMANCE.md). */
     float *partials = NULL;
     float *into = reduce_staging(device, groups);
     if (into == NULL)

@@ -47,27 +47,21 @@ extern const size_t locus__opencl_kernel_source_size;
  * floats: 16.5 KiB at TK = 8, 33 KiB at TK = 16, which builds too and is
  * the first thing to try against 8 on a new GPU). The register cap of 128
  * is the CUDA kernel's __launch_bounds__(256, 2): two groups per SM. It
- * replaced a 64 x 64 tile of 4 x 4 per work-item with scalar local reads
- * and one local stage, 17.1 TFLOP/s at 4096^3 on the H200, 0.67 of
- * CLBlast; the new kernel serves every shape the old one did (any m, n, k,
- * leading dimension, offset and batch), so the old one is gone. Reduce
- * groups of 256. CPU (PoCL and the like, which run a
- * work-group as loops on one thread): the LOCUS_CPU_KERNELS variants, one
- * work-item per group. Its gemm packs blocks of up to TM x TK of A and
+ * serves every shape (any m, n, k, leading dimension, offset and batch).
+ * Reduce groups of 256. CPU (PoCL and the like, which run a work-group as
+ * loops on one thread): the LOCUS_CPU_KERNELS variants, one work-item per
+ * group, because PoCL saves every work-item's accumulators at each barrier,
+ * which leaves the GPU kernels a small fraction of the CPU backend's speed
+ * there, and B read unpacked keeps the micro-kernels well short of it too
+ * (docs/PERFORMANCE.md). Its gemm packs blocks of up to TM x TK of A and
  * TK x TN of B in local memory and runs 6 x 16 micro-kernels over them
  * (gemm.cl): TK = 256 keeps a 256 x 16 micro-panel of B in half of a 32 KiB
  * L1, as the CPU backend's blocking does; TM = 96 keeps the A block (96
  * KiB) in L2 and leaves enough row blocks at m = 256 to share out; TN = 256
- * packs each A block once per 256 columns. Measured on PoCL 3.1, 2 cores
- * (docs/PERFORMANCE.md): TM = 96 and 144, TN = 256 to 384 and TK = 128
- * were within that noisy machine's spread of each other at 256-1024^3,
- * TM = 96 ahead on the m = 64 GEMMs of conv; TM = 48 lost 10-40 %.
- * Reduce: 8 groups per core for balance, each a float8 tree per 64
- * floats. The first CPU build used
- * the GPU kernels with 64 x 32 tiles: 1.7 GFLOP/s at 1024^3 against 38
- * for the CPU backend, because PoCL saves every work-item's accumulators
- * at each barrier; a work-item per 6 x 16 block reading B unpacked reached
- * 23 GFLOP/s. */
+ * packs each A block once per 256 columns. Of the sizes tried on PoCL
+ * (docs/PERFORMANCE.md), the neighbours of these run alike on square GEMMs,
+ * TM = 96 is ahead on conv's m = 64 GEMMs, and a smaller TM loses clearly.
+ * Reduce: 8 groups per core for balance, each a float8 tree per 64 floats. */
 static const opencl_tuning gpu_tuning = {.name = "gpu",
                                          .tm = 128,
                                          .tn = 128,
