@@ -95,6 +95,8 @@ typedef struct bench_result {
     int repeat;
     double best_seconds;
     double median_seconds;
+    /* The slowest timed run: with the best, the spread of the runs. */
+    double worst_seconds;
     double flops;   /* counted by us: 2mnk, 2NKPQCRS, n */
     uint64_t bytes; /* the fewest bytes the op must move */
     double max_rel_err;

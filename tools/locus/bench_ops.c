@@ -282,6 +282,7 @@ static locus_status time_runs(op_call call, void *state, const char *label,
     result->repeat = settings->repeat;
     bench_best_and_median(times, (size_t)settings->repeat,
                           &result->best_seconds, &result->median_seconds);
+    result->worst_seconds = times[settings->repeat - 1]; /* sorted now */
 free_times:
     free(times);
     return status;

@@ -40,18 +40,28 @@ static double reference_ratio(const bench_result *result,
                : 0.0;
 }
 
+/* How far apart the timed runs were: (slowest - fastest) / median. */
+static double run_spread(const bench_result *result)
+{
+    return result->median_seconds > 0.0
+               ? (result->worst_seconds - result->best_seconds) /
+                     result->median_seconds
+               : 0.0;
+}
+
 static void print_result_rows(const bench_outcome *outcome)
 {
     static const char *const headers[] = {
-        "op",   "device",      "shape", "algorithm", "time",   "GFLOP/s",
-        "GB/s", "max rel err", "check", "local",     "remote", "provenance"};
+        "op",     "device", "shape",   "algorithm", "time",
+        "median", "spread", "GFLOP/s", "GB/s",      "max rel err",
+        "check",  "local",  "remote",  "provenance"};
     table results;
     table_init(&results, sizeof(headers) / sizeof(headers[0]), headers);
-    for (size_t column = 4; column <= 7; ++column) {
+    for (size_t column = 4; column <= 9; ++column) {
         table_align_right(&results, column);
     }
-    table_align_right(&results, 9);
-    table_align_right(&results, 10);
+    table_align_right(&results, 11);
+    table_align_right(&results, 12);
     for (size_t i = 0; i < outcome->result_count; ++i) {
         const bench_result *result = &outcome->results[i];
         char text[64];
@@ -62,26 +72,29 @@ static void print_result_rows(const bench_outcome *outcome)
         table_set(&results, 3, "%s", result->record.algorithm);
         format_seconds(result->best_seconds, text, sizeof(text));
         table_set(&results, 4, "%s", text);
+        format_seconds(result->median_seconds, text, sizeof(text));
+        table_set(&results, 5, "%s", text);
+        table_set(&results, 6, "%.0f%%", run_spread(result) * 100.0);
         format_rate(per_second(result->flops, result->best_seconds) / 1e9, text,
                     sizeof(text));
-        table_set(&results, 5, "%s", text);
+        table_set(&results, 7, "%s", text);
         format_rate(per_second((double)result->bytes, result->best_seconds) /
                         1e9,
                     text, sizeof(text));
-        table_set(&results, 6, "%s", text);
-        table_set(&results, 7, "%.2g", result->max_rel_err);
-        table_set(&results, 8, "%s%s", result->passed ? "ok" : "FAIL",
+        table_set(&results, 8, "%s", text);
+        table_set(&results, 9, "%.2g", result->max_rel_err);
+        table_set(&results, 10, "%s%s", result->passed ? "ok" : "FAIL",
                   result->sampled ? " (sampled)" : "");
         if (result->record.provenance == LOCUS_PROVENANCE_NONE) {
-            table_set(&results, 9, "-");
-            table_set(&results, 10, "-");
+            table_set(&results, 11, "-");
+            table_set(&results, 12, "-");
         } else {
             format_bytes(result->record.local_bytes, text, sizeof(text));
-            table_set(&results, 9, "%s", text);
+            table_set(&results, 11, "%s", text);
             format_bytes(result->record.remote_bytes, text, sizeof(text));
-            table_set(&results, 10, "%s", text);
+            table_set(&results, 12, "%s", text);
         }
-        table_set(&results, 11, "%s",
+        table_set(&results, 13, "%s",
                   locus_provenance_str(result->record.provenance));
     }
     table_print(&results, stdout, 0);
@@ -142,7 +155,8 @@ static void print_notes(const bench_request *request,
         any_sampled = any_sampled || outcome->results[i].sampled;
     }
     if (outcome->result_count > 0) {
-        printf("\ntime: best of %d runs after one warm-up; seed %llu\n",
+        printf("\ntime: best of %d runs after one warm-up; median: of those "
+               "runs; spread: (slowest - fastest) / median; seed %llu\n",
                request->settings.repeat, (unsigned long long)request->seed);
         printf("max rel err: max |result - reference| / sum |terms|, "
                "float64 reference\n");
@@ -259,6 +273,8 @@ static void write_result_json(json_writer *json, const bench_request *request,
     json_double(json, result->best_seconds);
     json_key(json, "seconds_median");
     json_double(json, result->median_seconds);
+    json_key(json, "seconds_max");
+    json_double(json, result->worst_seconds);
     json_key(json, "repeat");
     json_int(json, result->repeat);
     json_key(json, "gflops");

@@ -13,7 +13,7 @@ void numa_usage(FILE *out)
 {
     fputs(
         "usage: locus numa [--json] [--svg FILE] [--pid N] [--bytes SIZE]\n"
-        "                  [--latency-bytes SIZE] [--no-measure]\n"
+        "                  [--latency-bytes SIZE] [--repeat N] [--no-measure]\n"
         "\n"
         "Shows how this machine's NUMA memory behaves: the distance matrix,\n"
         "HMAT bandwidth and latency when the firmware gives them, a\n"
@@ -37,6 +37,8 @@ void numa_usage(FILE *out)
         "                      (default: 64M, less on slow machines)\n"
         "  --latency-bytes SIZE  bytes of the pointer chase (default: the\n"
         "                      larger of --bytes and 4x the last-level cache)\n"
+        "  --repeat N          runs per pair after a warm-up (default 5,\n"
+        "                      at most 100): the median and the spread\n"
         "  --no-measure        skip the bandwidth and latency matrices\n"
         "  -h, --help          this text\n",
         out);
@@ -91,6 +93,17 @@ static int parse_arguments(int argc, char **argv, numa_options *options)
                                    "--pid \"%s\" is not a process id",
                                    match == ARG_MISSING_VALUE ? "" : value);
             options->pid = (int)pid;
+        } else if ((match =
+                        arg_value(argc, argv, &index, "--repeat", &value))) {
+            unsigned long long repeat;
+            if (match == ARG_MISSING_VALUE ||
+                !parse_unsigned(value, 1, NUMA_MAX_REPEAT, &repeat))
+                return usage_error("numa", numa_usage,
+                                   "--repeat \"%s\" is not a count from 1 to "
+                                   "%d",
+                                   match == ARG_MISSING_VALUE ? "" : value,
+                                   NUMA_MAX_REPEAT);
+            options->repeat = (int)repeat;
         } else if ((match = arg_value(argc, argv, &index, "--bytes", &value))) {
             if (match == ARG_MISSING_VALUE ||
                 !parse_size(value, &options->bytes))
@@ -200,7 +213,11 @@ static void free_view(numa_view *view)
     free(view->nodes);
     free(view->distances);
     free(view->bandwidth_gbps);
+    free(view->bandwidth_min_gbps);
+    free(view->bandwidth_max_gbps);
     free(view->latency_ns);
+    free(view->latency_min_ns);
+    free(view->latency_max_ns);
     free(view->devices);
     free(view->process);
 }

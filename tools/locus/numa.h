@@ -66,8 +66,14 @@ typedef struct numa_options {
     int pid;              /* 0: none */
     size_t bytes;         /* per bandwidth pair; 0: chosen by calibration */
     size_t latency_bytes; /* 0: chosen from bytes */
+    int repeat;           /* runs per pair; 0: NUMA_DEFAULT_REPEAT */
     bool measure;
 } numa_options;
+
+/* Each pair is measured this many times after a warm-up, so that the
+ * report can give the spread of the runs, not one sample's luck. */
+#define NUMA_DEFAULT_REPEAT 5
+#define NUMA_MAX_REPEAT 100
 
 typedef struct numa_view {
     const char *topology_source;
@@ -81,9 +87,17 @@ typedef struct numa_view {
     unsigned *distances; /* node_count^2, by node order */
 
     /* Measured matrices, by node order: threads on the row's node, memory
-     * on the column's. NULL when not measured. */
+     * on the column's. NULL when not measured. Each pair ran `repeats`
+     * times: bandwidth_gbps and latency_ns hold the median of the runs,
+     * the _min and _max matrices the least and the greatest (for bandwidth
+     * the slowest run gives the least). NaN where a pair failed. */
+    int repeats;
     double *bandwidth_gbps;
+    double *bandwidth_min_gbps;
+    double *bandwidth_max_gbps;
     double *latency_ns;
+    double *latency_min_ns;
+    double *latency_max_ns;
     size_t bandwidth_bytes;
     size_t latency_bytes;
     int threads_per_node[LOCUS_MAX_NUMA_NODES];

@@ -3,13 +3,17 @@
  * Bandwidth: a buffer bound to node j (node:j placement, verified by page
  * query), summed by a reduce on node i's workers (the device cpu:numa=i):
  * the read rate Locus's own CPU ops get from that memory, with every
- * worker of the node reading. The best of three runs after a warm-up.
+ * worker of the node reading.
  *
  * Latency: this thread pinned to node i's cpus chases pointers through a
  * buffer bound to node j, one 64-byte slot after another in a random
  * single cycle (Sattolo's algorithm), so every load depends on the last
  * and no prefetcher can guess the next: nanoseconds per load, TLB misses
- * included, as a program that wanders through memory would see. */
+ * included, as a program that wanders through memory would see.
+ *
+ * Each pair runs options->repeat times after a warm-up; the report gives
+ * the median and the least and greatest run, so a reader sees how far one
+ * figure can be trusted (a busy or virtual machine spreads widely). */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -27,7 +31,8 @@
 /* Each bandwidth run aims at this long once calibrated, so a slow machine
  * (an emulator) measures smaller buffers instead of taking minutes. */
 #define TARGET_RUN_SECONDS 0.04
-#define LATENCY_SECONDS 0.05
+/* Each latency run chases for this long, or through the cycle twice. */
+#define LATENCY_RUN_SECONDS 0.02
 
 static double now(void)
 {
@@ -69,31 +74,51 @@ static locus_buffer *buffer_on(locus_context *context, int node, size_t bytes,
     return buffer;
 }
 
-/* Seconds of the fastest of `runs` reduces of the buffer on the device;
- * negative on failure. */
-static double best_reduce(locus_context *context, locus_device *device,
-                          locus_buffer *buffer, size_t bytes, int runs)
+/* The runs of one pair: their median, least and greatest. */
+typedef struct spread {
+    double median, min, max;
+} spread;
+
+static const spread failed = {NAN, NAN, NAN};
+
+static int compare_doubles(const void *left, const void *right)
+{
+    double a = *(const double *)left, b = *(const double *)right;
+    return (a > b) - (a < b);
+}
+
+/* Sorts the samples. */
+static spread spread_of(double *samples, int count)
+{
+    qsort(samples, (size_t)count, sizeof *samples, compare_doubles);
+    int middle = count / 2;
+    spread result = {samples[middle], samples[0], samples[count - 1]};
+    if (count % 2 == 0)
+        result.median = 0.5 * (samples[middle - 1] + samples[middle]);
+    return result;
+}
+
+/* Seconds of one reduce of the buffer on the device; negative on
+ * failure. */
+static double reduce_seconds(locus_context *context, locus_device *device,
+                             locus_buffer *buffer, size_t bytes)
 {
     locus_reduce_desc desc;
     locus_reduce_desc_init(&desc);
     desc.count = bytes / sizeof(float);
-    double best = -1;
-    for (int run = 0; run < runs; run++) {
-        double sum;
-        locus_record record;
-        locus_record_init(&record);
-        if (locus_reduce(context, device, &desc, buffer, &sum, &record) !=
-            LOCUS_SUCCESS)
-            return -1;
-        /* The record's time is the op's, not the accounting after it. */
-        if (best < 0 || record.seconds < best)
-            best = record.seconds;
-    }
-    return best;
+    double sum;
+    locus_record record;
+    locus_record_init(&record);
+    if (locus_reduce(context, device, &desc, buffer, &sum, &record) !=
+        LOCUS_SUCCESS)
+        return -1;
+    /* The record's time is the op's, not the accounting after it. */
+    return record.seconds > 0 ? record.seconds : -1;
 }
 
-static double bandwidth(locus_context *context, locus_device *device,
-                        int memory_node, size_t bytes, char *error,
+/* GB/s of `repeat` reduces after a warm-up. */
+static spread bandwidth(locus_context *context, locus_device *device,
+                        int memory_node, size_t bytes, int repeat, char *error,
                         size_t capacity)
 {
     void *host = NULL;
@@ -101,22 +126,26 @@ static double bandwidth(locus_context *context, locus_device *device,
     if (!buffer) {
         snprintf(error, capacity, "%zu bytes on node %d: %s", bytes,
                  memory_node, locus_last_error());
-        return NAN;
+        return failed;
     }
     float *values = host;
     for (size_t i = 0; i < bytes / sizeof(float); i++)
         values[i] = (float)(i & 7);
     locus_buffer_unmap(buffer);
-    double warm = best_reduce(context, device, buffer, bytes, 1);
-    double seconds =
-        warm < 0 ? -1 : best_reduce(context, device, buffer, bytes, 3);
+    double rates[NUMA_MAX_REPEAT];
+    bool ok = reduce_seconds(context, device, buffer, bytes) > 0;
+    for (int run = 0; ok && run < repeat; run++) {
+        double seconds = reduce_seconds(context, device, buffer, bytes);
+        ok = seconds > 0;
+        rates[run] = (double)bytes / seconds / 1e9;
+    }
     locus_buffer_destroy(buffer);
-    if (seconds <= 0) {
+    if (!ok) {
         snprintf(error, capacity, "reduce on node %d memory: %s", memory_node,
                  locus_last_error());
-        return NAN;
+        return failed;
     }
-    return (double)bytes / seconds / 1e9;
+    return spread_of(rates, repeat);
 }
 
 /* A random single cycle over `slots` (Sattolo): next[i] for every slot. */
@@ -154,15 +183,33 @@ static bool pin_to(const locus_numa_node_info *node)
     return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
-static double latency(locus_context *context, int memory_node, size_t bytes,
-                      const uint32_t *next, char *error, size_t capacity)
+/* Nanoseconds per load of one run of the chase from *p, which it moves
+ * on: the next run goes on from where this one stopped. */
+static double chase(void ***p, size_t slots)
+{
+    void **at = *p;
+    size_t loads = 0;
+    double start = now(), elapsed;
+    do {
+        for (int i = 0; i < 16384; i++)
+            at = (void **)*at;
+        loads += 16384;
+        elapsed = now() - start;
+    } while (elapsed < LATENCY_RUN_SECONDS && loads < 2 * slots);
+    *p = at;
+    return elapsed * 1e9 / (double)loads;
+}
+
+static spread latency(locus_context *context, int memory_node, size_t bytes,
+                      const uint32_t *next, int repeat, char *error,
+                      size_t capacity)
 {
     void *host = NULL;
     locus_buffer *buffer = buffer_on(context, memory_node, bytes, &host);
     if (!buffer) {
         snprintf(error, capacity, "%zu bytes on node %d: %s", bytes,
                  memory_node, locus_last_error());
-        return NAN;
+        return failed;
     }
     unsigned char *base = host;
     size_t slots = bytes / SLOT;
@@ -171,20 +218,15 @@ static double latency(locus_context *context, int memory_node, size_t bytes,
     void **p = (void **)base;
     for (size_t i = 0; i < slots; i++) /* warm the TLB and caches once */
         p = (void **)*p;
-    size_t loads = 0;
-    double start = now(), elapsed;
-    do {
-        for (int i = 0; i < 16384; i++)
-            p = (void **)*p;
-        loads += 16384;
-        elapsed = now() - start;
-    } while (elapsed < LATENCY_SECONDS && loads < 4 * slots);
+    double samples[NUMA_MAX_REPEAT];
+    for (int run = 0; run < repeat; run++)
+        samples[run] = chase(&p, slots);
     /* The chase must not be optimized away: its end is used. */
     volatile uintptr_t sink = (uintptr_t)p;
     (void)sink;
     locus_buffer_unmap(buffer);
     locus_buffer_destroy(buffer);
-    return elapsed * 1e9 / (double)loads;
+    return spread_of(samples, repeat);
 }
 
 /* Size of the last-level cache, to make the chase buffer outgrow it. */
@@ -221,7 +263,8 @@ static void choose_sizes(locus_context *context, const numa_options *options,
         char error[64];
         double rate =
             first ? bandwidth(context, first, view->nodes[0].info.os_index,
-                              4 * MIB, error, sizeof error)
+                              4 * MIB, 1, error, sizeof error)
+                        .median
                   : NAN;
         if (rate > 0 && rate * 1e9 * TARGET_RUN_SECONDS < (double)bytes)
             bytes = (size_t)(rate * 1e9 * TARGET_RUN_SECONDS);
@@ -252,8 +295,15 @@ bool numa_measure(locus_context *context, const numa_options *options,
         if (view->nodes[i].info.cpu_count > 0)
             first = device_of_node(context, n, view->nodes[i].info.os_index);
     choose_sizes(context, options, view, first);
-    view->bandwidth_gbps = xmalloc(n * n * sizeof(double));
-    view->latency_ns = xmalloc(n * n * sizeof(double));
+    int repeat = options->repeat > 0 ? options->repeat : NUMA_DEFAULT_REPEAT;
+    if (repeat > NUMA_MAX_REPEAT)
+        repeat = NUMA_MAX_REPEAT;
+    view->repeats = repeat;
+    double **matrices[] = {&view->bandwidth_gbps,     &view->bandwidth_min_gbps,
+                           &view->bandwidth_max_gbps, &view->latency_ns,
+                           &view->latency_min_ns,     &view->latency_max_ns};
+    for (size_t m = 0; m < sizeof matrices / sizeof matrices[0]; m++)
+        *matrices[m] = xmalloc(n * n * sizeof(double));
     uint32_t *next = random_cycle(view->latency_bytes / SLOT);
     cpu_set_t original;
     bool restore = sched_getaffinity(0, sizeof original, &original) == 0;
@@ -272,14 +322,20 @@ bool numa_measure(locus_context *context, const numa_options *options,
             int memory = view->nodes[j].info.os_index;
             progress_show("measuring threads on node %d, memory on node %d",
                           reader->os_index, memory);
-            view->bandwidth_gbps[i * n + j] =
-                device ? bandwidth(context, device, memory,
-                                   view->bandwidth_bytes, error, sizeof error)
-                       : NAN;
-            view->latency_ns[i * n + j] =
-                pinned && next ? latency(context, memory, view->latency_bytes,
-                                         next, error, sizeof error)
-                               : NAN;
+            spread rate = device ? bandwidth(context, device, memory,
+                                             view->bandwidth_bytes, repeat,
+                                             error, sizeof error)
+                                 : failed;
+            spread load = pinned && next
+                              ? latency(context, memory, view->latency_bytes,
+                                        next, repeat, error, sizeof error)
+                              : failed;
+            view->bandwidth_gbps[i * n + j] = rate.median;
+            view->bandwidth_min_gbps[i * n + j] = rate.min;
+            view->bandwidth_max_gbps[i * n + j] = rate.max;
+            view->latency_ns[i * n + j] = load.median;
+            view->latency_min_ns[i * n + j] = load.min;
+            view->latency_max_ns[i * n + j] = load.max;
         }
     }
     progress_clear();

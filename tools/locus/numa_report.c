@@ -51,18 +51,35 @@ static void distance_cell(const numa_view *view, size_t i, size_t j, table *t,
     d ? table_set(t, column, "%u", d) : table_set(t, column, "-");
 }
 
+/* A measured cell: the median of the runs, then their spread, (greatest -
+ * least) / median, so one glance says how far the figure holds. */
+static void spread_cell(table *t, size_t column, const char *format,
+                        double median, double least, double greatest)
+{
+    if (isnan(median)) {
+        table_set(t, column, "-");
+        return;
+    }
+    char figure[32];
+    snprintf(figure, sizeof figure, format, median);
+    double spread = median > 0 ? (greatest - least) / median * 100 : 0;
+    table_set(t, column, "%s (%.0f%%)", figure, spread);
+}
+
 static void bandwidth_cell(const numa_view *view, size_t i, size_t j, table *t,
                            size_t column)
 {
-    double v = view->bandwidth_gbps[i * view->node_count + j];
-    isnan(v) ? table_set(t, column, "-") : table_set(t, column, "%.2f", v);
+    size_t k = i * view->node_count + j;
+    spread_cell(t, column, "%.2f", view->bandwidth_gbps[k],
+                view->bandwidth_min_gbps[k], view->bandwidth_max_gbps[k]);
 }
 
 static void latency_cell(const numa_view *view, size_t i, size_t j, table *t,
                          size_t column)
 {
-    double v = view->latency_ns[i * view->node_count + j];
-    isnan(v) ? table_set(t, column, "-") : table_set(t, column, "%.1f", v);
+    size_t k = i * view->node_count + j;
+    spread_cell(t, column, "%.1f", view->latency_ns[k], view->latency_min_ns[k],
+                view->latency_max_ns[k]);
 }
 
 static void print_nodes(const numa_view *view)
@@ -132,6 +149,9 @@ static void print_measured(const numa_view *view)
              "row's node, a random cycle through %s on the column's node)",
              chase);
     print_matrix(view, title, latency_cell);
+    printf("  each cell: the median of %d run%s after a warm-up, in brackets "
+           "their spread,\n  (greatest - least) / median\n",
+           view->repeats, view->repeats == 1 ? "" : "s");
     if (view->measure_error[0])
         printf("  some pairs failed: %s\n", view->measure_error);
 }
@@ -297,6 +317,24 @@ static void json_matrix(json_writer *json, const numa_view *view,
     json_end_array(json);
 }
 
+/* A measured figure's matrices: "matrix" the median of the runs (the
+ * figure to quote), "min" and "max" the least and the greatest run. */
+static void json_spread(json_writer *json, const numa_view *view,
+                        const double *median, const double *least,
+                        const double *greatest)
+{
+    json_key(json, "repeats");
+    json_int(json, view->repeats);
+    json_key(json, "statistic");
+    json_string(json, "median");
+    json_key(json, "matrix");
+    json_matrix(json, view, median);
+    json_key(json, "min");
+    json_matrix(json, view, least);
+    json_key(json, "max");
+    json_matrix(json, view, greatest);
+}
+
 static void json_nodes(json_writer *json, const numa_view *view)
 {
     json_key(json, "nodes");
@@ -368,8 +406,8 @@ static void json_measured(json_writer *json, const numa_view *view)
         for (size_t i = 0; i < view->node_count; i++)
             json_int(json, view->threads_per_node[i]);
         json_end_array(json);
-        json_key(json, "matrix");
-        json_matrix(json, view, view->bandwidth_gbps);
+        json_spread(json, view, view->bandwidth_gbps, view->bandwidth_min_gbps,
+                    view->bandwidth_max_gbps);
         json_end_object(json);
     } else {
         json_null(json);
@@ -381,8 +419,8 @@ static void json_measured(json_writer *json, const numa_view *view)
         json_string(json, "ns");
         json_key(json, "bytes");
         json_uint(json, view->latency_bytes);
-        json_key(json, "matrix");
-        json_matrix(json, view, view->latency_ns);
+        json_spread(json, view, view->latency_ns, view->latency_min_ns,
+                    view->latency_max_ns);
         json_end_object(json);
     } else {
         json_null(json);

@@ -127,11 +127,14 @@ void table_print(const table *table, FILE *out, int indent)
             }
         }
         /* The rule stops at the last header: a long free-text last
-         * column (a reason, a path) would otherwise stretch it. */
-        bool last = column + 1 == table->column_count;
-        total +=
-            (last ? display_width(table->headers[column]) : widths[column]) +
-            (column > 0 ? 2 : 0);
+         * column (a reason, a path) would otherwise stretch it. A
+         * right-aligned one (figures) ends where its header ends, at the
+         * column's full width. */
+        bool stop_at_header =
+            column + 1 == table->column_count && !table->right_aligned[column];
+        total += (stop_at_header ? display_width(table->headers[column])
+                                 : widths[column]) +
+                 (column > 0 ? 2 : 0);
     }
     for (size_t row = 0; row < table->row_count + 1; ++row) {
         fprintf(out, "%*s", indent, "");
