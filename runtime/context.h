@@ -26,10 +26,13 @@ struct locus_device {
     size_t index_in_backend;
     int ordinal; /* position in the context's device list */
     locus_device_info info;
-    /* The cost model's figures, filled at first need under the context's
-     * calibration_lock; rates_source is read without it only once set. */
+    /* The cost model's figures, written under the context's
+     * calibration_lock and read without it through a sequence lock
+     * (rates_sequence odd while they change; calibration.c). */
     locus__rates rates;
     int rates_source; /* locus__rates_source */
+    unsigned rates_sequence;
+    bool probe_tried; /* a probe was attempted: never retried */
 };
 
 /* The scheduler's last automatic choice for one kind of op, and what it

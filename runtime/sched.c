@@ -101,7 +101,9 @@ static double transfer_seconds(locus_context *context, locus_device *device,
         if (!(valid & LOCUS__HOST_COPY)) {
             locus_device *holder = holder_of(context, valid);
             if (holder) {
-                const locus__rates *from = locus__device_rates(context, holder);
+                locus__rates holder_rates;
+                const locus__rates *from =
+                    locus__device_rates(context, holder, &holder_rates);
                 if (from->download_bytes > 0)
                     seconds += from->transfer_seconds +
                                bytes / download_rate(from, bytes);
@@ -176,7 +178,8 @@ static double wake_term(const locus__rates *rates, const locus_device *device,
 static double estimate(locus_context *context, locus_device *device,
                        const locus__op_cost *cost, uint64_t asleep)
 {
-    const locus__rates *rates = locus__device_rates(context, device);
+    locus__rates figures;
+    const locus__rates *rates = locus__device_rates(context, device, &figures);
     double memory = cost->bytes / rates->reduce_bytes;
     double compute = 0;
     switch (cost->op) {
@@ -219,7 +222,12 @@ void locus__sched_gemm_rows(locus_context *context, locus_device *device,
                             bool c_read, double *fixed, double *per_row,
                             double *min_rows)
 {
-    const locus__rates *rates = locus__device_rates(context, device);
+    /* The split is worth the CPU's real figures: its blocks are sized by
+     * them. */
+    if (locus__probe_would_help(context, device))
+        locus__probe(context, device);
+    locus__rates figures;
+    const locus__rates *rates = locus__device_rates(context, device, &figures);
     double n = (double)desc->n, k = (double)desc->k;
     *fixed = rates->gemm_fixed_seconds;
     *per_row = 2.0 * n * k / rates->gemm_flops;
@@ -252,7 +260,10 @@ void locus__sched_gemm_rows(locus_context *context, locus_device *device,
 double locus__sched_rate(locus_context *context, locus_device *device,
                          locus__op_kind op)
 {
-    const locus__rates *rates = locus__device_rates(context, device);
+    if (locus__probe_would_help(context, device))
+        locus__probe(context, device);
+    locus__rates figures;
+    const locus__rates *rates = locus__device_rates(context, device, &figures);
     switch (op) {
     case LOCUS__OP_GEMM:
         return rates->gemm_flops;
@@ -340,8 +351,10 @@ static void wake_note(locus_context *context, const locus_device *device,
     if (!(asleep & ordinal_bit(device)))
         return;
     /* Rates are settled: the device was estimated. */
+    locus__rates figures;
     double wake = wake_term(
-        locus__device_rates(context, (locus_device *)device), device, asleep);
+        locus__device_rates(context, (locus_device *)device, &figures), device,
+        asleep);
     if (wake > 0)
         snprintf(note, size, " (%.3g ms of it waking the workers)", wake * 1e3);
 }
@@ -371,9 +384,10 @@ static void explain(locus_context *context, const locus__op_cost *cost,
     wake_note(context, choice->device, choice->asleep, note, sizeof note);
     bool any_current;
     double stale;
+    locus__rates figures;
     transfer_seconds(context, choice->device, cost,
-                     locus__device_rates(context, choice->device), &any_current,
-                     &stale);
+                     locus__device_rates(context, choice->device, &figures),
+                     &any_current, &stale);
     locus__log(context, LOCUS_LOG_INFO,
                "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s%s; "
                "%.3g MB of inputs to copy there",
@@ -398,6 +412,101 @@ void locus__choice_to_record(const locus__choice *choice, locus_record *record)
                         sizeof record->estimates[i].device,
                         choice->candidates[i]->info.selector);
         record->estimates[i].seconds = choice->seconds[i];
+    }
+}
+
+/* An op this cheap on the cheapest device is placed without measuring
+ * anything: a wrong choice loses at most tens of microseconds of it,
+ * while a probe costs tens of milliseconds (the first op of a process is
+ * often this small: the README's 1000-element sum). */
+#define TINY_OP_SECONDS 50e-6
+
+/* Whether two CPU devices are the same cores (the whole CPU and its NUMA
+ * nodes' parts): the order between them comes from one measurement, and
+ * no probe or calibration of another device changes it. */
+static bool same_cpu(const locus_device *a, const locus_device *b)
+{
+    return locus__runs_on_pool(a) && a->backend == b->backend;
+}
+
+/* Whether the i-th candidate is close enough to the cheapest that the
+ * figures behind the two could have their order wrong: within the
+ * product of their doubts (calibration.h). */
+static bool contends(locus_context *context, const locus__choice *choice,
+                     size_t i)
+{
+    locus_device *best = (locus_device *)choice->candidates[0];
+    locus_device *other = (locus_device *)choice->candidates[i];
+    if (same_cpu(best, other))
+        return false;
+    double doubt =
+        locus__rates_doubt(locus__device_rates_source(context, best)) *
+        locus__rates_doubt(locus__device_rates_source(context, other));
+    return choice->seconds[i] <= choice->seconds[0] * doubt;
+}
+
+/* A contender (or the cheapest, when it has one) whose figures a probe
+ * would measure, or NULL: the choice depends on it and the probe is
+ * short. Modules' devices are never probed here: their first op may build
+ * kernels or start a driver for seconds, which no op that runs elsewhere
+ * should pay; `locus calibrate` measures them. */
+static locus_device *probe_target(locus_context *context,
+                                  const locus__choice *choice)
+{
+    if (context->config.calibration != LOCUS__CALIBRATION_AUTO ||
+        choice->estimate_count < 2 || choice->seconds[0] < TINY_OP_SECONDS)
+        return NULL;
+    bool contested = false;
+    for (size_t i = 1; i < choice->estimate_count; i++) {
+        if (!contends(context, choice, i))
+            continue;
+        contested = true;
+        locus_device *other = (locus_device *)choice->candidates[i];
+        if (locus__probe_would_help(context, other))
+            return other;
+    }
+    locus_device *best = (locus_device *)choice->candidates[0];
+    return contested && locus__probe_would_help(context, best) ? best : NULL;
+}
+
+/* Said once per process: a warning at every op would drown the user. */
+static int unmeasured_warned;
+
+/* One warning when a choice rests on figures that were not measured in
+ * full and a measurement could change it: an application that never ran
+ * `locus calibrate` learns that it should, and why. */
+static void warn_if_unmeasured(locus_context *context,
+                               const locus__op_cost *cost,
+                               const locus__choice *choice)
+{
+    if (context->config.calibration != LOCUS__CALIBRATION_AUTO ||
+        choice->estimate_count < 2 || choice->seconds[0] < TINY_OP_SECONDS ||
+        __atomic_load_n(&unmeasured_warned, __ATOMIC_RELAXED))
+        return;
+    locus_device *best = (locus_device *)choice->candidates[0];
+    for (size_t i = 1; i < choice->estimate_count; i++) {
+        locus_device *other = (locus_device *)choice->candidates[i];
+        locus__rates_source best_source =
+            locus__device_rates_source(context, best);
+        locus__rates_source other_source =
+            locus__device_rates_source(context, other);
+        if ((best_source >= LOCUS__RATES_CACHED &&
+             other_source >= LOCUS__RATES_CACHED) ||
+            !contends(context, choice, i))
+            continue;
+        if (__atomic_exchange_n(&unmeasured_warned, 1, __ATOMIC_RELAXED))
+            return;
+        locus__log(context, LOCUS_LOG_WARN,
+                   "%s placed on %s (estimated %.3g ms) over %s (%.3g ms) by "
+                   "figures not measured in full (%s: %s, %s: %s), which a "
+                   "measurement could reverse; run `locus calibrate` once to "
+                   "measure every device and keep the figures (said once)",
+                   locus__op_name(cost->op), best->info.selector,
+                   choice->seconds[0] * 1e3, other->info.selector,
+                   choice->seconds[i] * 1e3, best->info.selector,
+                   locus__rates_source_str(best_source), other->info.selector,
+                   locus__rates_source_str(other_source));
+        return;
     }
 }
 
@@ -522,6 +631,11 @@ locus_status locus__sched_choose(locus_context *context,
             return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
                                "no available device offers %s",
                                locus__op_name(cost->op));
+        /* Measured only when the choice hangs on it, and briefly. */
+        locus_device *probe = probe_target(context, out);
+        if (probe && locus__probe(context, probe))
+            rank_devices(context, cost, 0, asleep, out);
+        warn_if_unmeasured(context, cost, out);
         if (keyed)
             memo_keep(context, cost->op, &key, out);
     }
