@@ -163,7 +163,8 @@ static locus_status choose_device(op_run *run, locus_device *device,
         return locus__fail(
             LOCUS_ERROR_NOT_SUPPORTED, "%s is not supported on %s (%s)",
             locus__op_name(cost->op), device->info.selector, device->info.name);
-    run->choice = (locus__choice){.device = device, .chosen_by = "caller"};
+    run->choice =
+        (locus__choice){.device = device, .chosen_by = LOCUS__CHOSEN_BY_CALLER};
     return LOCUS_SUCCESS;
 }
 
@@ -344,10 +345,10 @@ static bool worth_another_device(locus_status status)
  * in LOCUS_DEVICE does not: the environment asked for that device. */
 static bool unsupported_where_chosen(const op_run *run, locus_status status)
 {
-    const char *by = run->choice.chosen_by ? run->choice.chosen_by : "";
-    if (status != LOCUS_ERROR_NOT_SUPPORTED || strcmp(by, "caller") == 0)
+    locus__chosen_by by = run->choice.chosen_by;
+    if (status != LOCUS_ERROR_NOT_SUPPORTED || by == LOCUS__CHOSEN_BY_CALLER)
         return false;
-    return !(run->context->config.strict && strcmp(by, "LOCUS_DEVICE") == 0);
+    return !(run->context->config.strict && by == LOCUS__CHOSEN_BY_ENVIRONMENT);
 }
 
 /* Chooses the device, runs the op there and, when the device fails it,
@@ -636,7 +637,8 @@ static locus_status gemm_quick_return(locus_context *context,
                     device ? device->info.selector : "none");
     locus_copy_name(record.algorithm, sizeof record.algorithm, "quick return");
     locus_copy_name(record.chosen_by, sizeof record.chosen_by,
-                    device ? "caller" : "none");
+                    locus__chosen_by_name(device ? LOCUS__CHOSEN_BY_CALLER
+                                                 : LOCUS__CHOSEN_BY_NONE));
     locus__record_append(context, &record);
     if (out)
         locus__record_copy_out(out, &record);

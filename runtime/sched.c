@@ -388,23 +388,23 @@ static void explain(locus_context *context, const locus__op_cost *cost,
     transfer_seconds(context, choice->device, cost,
                      locus__device_rates(context, choice->device, &figures),
                      &any_current, &stale);
-    locus__log(context, LOCUS_LOG_INFO,
-               "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s%s; "
-               "%.3g MB of inputs to copy there",
-               choice->chosen_by, locus__op_name(cost->op), cost->flops * 1e-9,
-               cost->bytes * 1e-6, choice->device->info.selector,
-               choice->device->backend->table->host_memory
-                   ? "host memory"
-                   : (any_current ? "data there" : "data on host"),
-               choice->estimated_seconds * 1e3, note, others,
-               choice->device->backend->table->host_memory ? 0.0
-                                                           : stale * 1e-6);
+    locus__log(
+        context, LOCUS_LOG_INFO,
+        "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s%s; "
+        "%.3g MB of inputs to copy there",
+        locus__chosen_by_name(choice->chosen_by), locus__op_name(cost->op),
+        cost->flops * 1e-9, cost->bytes * 1e-6, choice->device->info.selector,
+        choice->device->backend->table->host_memory
+            ? "host memory"
+            : (any_current ? "data there" : "data on host"),
+        choice->estimated_seconds * 1e3, note, others,
+        choice->device->backend->table->host_memory ? 0.0 : stale * 1e-6);
 }
 
 void locus__choice_to_record(const locus__choice *choice, locus_record *record)
 {
     locus_copy_name(record->chosen_by, sizeof record->chosen_by,
-                    choice->chosen_by ? choice->chosen_by : "");
+                    locus__chosen_by_name(choice->chosen_by));
     record->estimated_seconds = choice->estimated_seconds;
     record->estimate_count = choice->estimate_count;
     for (size_t i = 0; i < choice->estimate_count; i++) {
@@ -607,7 +607,7 @@ locus_status locus__sched_choose(locus_context *context,
         locus_device *device = locus__device_match(context, &list->items[i]);
         if (device && locus__device_offers(device, cost->op)) {
             out->device = device;
-            out->chosen_by = "LOCUS_DEVICE";
+            out->chosen_by = LOCUS__CHOSEN_BY_ENVIRONMENT;
             return LOCUS_SUCCESS;
         }
     }
@@ -639,7 +639,7 @@ locus_status locus__sched_choose(locus_context *context,
         if (keyed)
             memo_keep(context, cost->op, &key, out);
     }
-    out->chosen_by = "auto";
+    out->chosen_by = LOCUS__CHOSEN_BY_MODEL;
     explain(context, cost, out);
     return LOCUS_SUCCESS;
 }
@@ -651,7 +651,7 @@ bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
     if (!rank_devices(context, cost, failed_mask, asleep_devices(context, cost),
                       out))
         return false;
-    out->chosen_by = "fallback";
+    out->chosen_by = LOCUS__CHOSEN_BY_FALLBACK;
     explain(context, cost, out);
     return true;
 }

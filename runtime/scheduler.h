@@ -25,10 +25,38 @@ typedef struct locus__op_cost {
                             from there */
 } locus__op_cost;
 
+/* Who chose an op's device. */
+typedef enum locus__chosen_by {
+    LOCUS__CHOSEN_BY_NONE,        /* no device ran it (a quick return) */
+    LOCUS__CHOSEN_BY_CALLER,      /* the op's device argument */
+    LOCUS__CHOSEN_BY_ENVIRONMENT, /* an item of LOCUS_DEVICE */
+    LOCUS__CHOSEN_BY_MODEL,       /* the cost model (auto) */
+    LOCUS__CHOSEN_BY_FALLBACK,    /* the next device after a failure */
+} locus__chosen_by;
+
+/* The record's chosen_by: "none", "caller", "LOCUS_DEVICE", "auto",
+ * "fallback". */
+static inline const char *locus__chosen_by_name(locus__chosen_by by)
+{
+    switch (by) {
+    case LOCUS__CHOSEN_BY_NONE:
+        return "none";
+    case LOCUS__CHOSEN_BY_CALLER:
+        return "caller";
+    case LOCUS__CHOSEN_BY_ENVIRONMENT:
+        return "LOCUS_DEVICE";
+    case LOCUS__CHOSEN_BY_MODEL:
+        return "auto";
+    case LOCUS__CHOSEN_BY_FALLBACK:
+        return "fallback";
+    }
+    return "";
+}
+
 /* A device and why: what the record carries. */
 typedef struct locus__choice {
     locus_device *device;
-    const char *chosen_by; /* "caller", "LOCUS_DEVICE", "auto", "fallback" */
+    locus__chosen_by chosen_by;
     double estimated_seconds;
     size_t estimate_count; /* cheapest first */
     const locus_device *candidates[LOCUS_RECORD_MAX_ESTIMATES];
