@@ -42,8 +42,9 @@ typedef locus_status (*item_fn)(locus_queue *queue, queue_item *item);
 struct queue_item {
     queue_item *next;
     item_fn run;
-    const char *what;  /* "reduce", "gemm", "conv2d", "wait" */
-    uint64_t op_index; /* 1 for the queue's first op; 0 for a wait */
+    const locus__op_type *type; /* an op's kind; NULL for a wait */
+    const char *what;           /* the op's name, or "wait" */
+    uint64_t op_index;          /* 1 for the queue's first op; 0 for a wait */
     union {
         locus_reduce_desc reduce;
         locus_gemm_desc gemm;
@@ -222,24 +223,11 @@ LOCUS_API void locus_event_destroy(locus_event *event)
 
 /* ---- the queue's thread -------------------------------------------------- */
 
-static locus_status run_reduce(locus_queue *queue, queue_item *item)
+/* An op runs through its public entry point, from the op table. */
+static locus_status run_op(locus_queue *queue, queue_item *item)
 {
-    return locus_reduce(queue->context, queue->device, &item->desc.reduce,
-                        item->buffers[0], item->result, item->record);
-}
-
-static locus_status run_gemm(locus_queue *queue, queue_item *item)
-{
-    return locus_gemm(queue->context, queue->device, &item->desc.gemm,
-                      item->buffers[0], item->buffers[1], item->buffers[2],
-                      item->record);
-}
-
-static locus_status run_conv2d(locus_queue *queue, queue_item *item)
-{
-    return locus_conv2d(queue->context, queue->device, &item->desc.conv2d,
-                        item->buffers[0], item->buffers[1], item->buffers[2],
-                        item->record);
+    return item->type->call(queue->context, queue->device, &item->desc,
+                            item->buffers, item->result, item->record);
 }
 
 static locus_status run_wait(locus_queue *queue, queue_item *item)
@@ -259,7 +247,7 @@ static void run_item(locus_queue *queue, queue_item *item)
     locus__clear_error();
     locus_status status = item->run(queue, item);
     const char *detail = status == LOCUS_SUCCESS ? "" : locus_last_error();
-    bool is_op = item->run != run_wait;
+    bool is_op = item->type != NULL;
     if (item->event && is_op)
         event_complete(item->event, status, detail);
     lock(&queue->lock);
@@ -426,7 +414,7 @@ static locus_status enqueue(locus_queue *queue, queue_item *item,
     /* Once the item is in the FIFO the queue's thread may run and free it
      * at any moment: nothing reads it after the unlock. */
     lock(&queue->lock);
-    if (item->run != run_wait)
+    if (item->type)
         item->op_index = ++queue->ops;
     if (queue->tail)
         queue->tail->next = item;
@@ -443,18 +431,18 @@ static locus_status enqueue(locus_queue *queue, queue_item *item,
 
 /* What every enqueue checks: the queue, and that its device (if any)
  * offers the op; event is cleared first so that a failure leaves NULL. */
-static locus_status check_queue(locus_queue *queue, locus__op_kind op,
+static locus_status check_queue(locus_queue *queue, const locus__op_type *type,
                                 locus_event **event)
 {
     if (event)
         *event = NULL;
     if (!queue)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "queue is NULL");
-    if (queue->device && !locus__device_offers(queue->device, op))
+    if (queue->device && !locus__device_offers(queue->device, type->kind))
         return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
                            "%s is not supported on %s (%s), the queue's "
                            "device",
-                           locus__op_name(op), queue->device->info.selector,
+                           type->name, queue->device->info.selector,
                            queue->device->info.name);
     return LOCUS_SUCCESS;
 }
@@ -497,15 +485,18 @@ static locus_status check_output_alias(locus_buffer *const *buffers,
     return LOCUS_SUCCESS;
 }
 
-/* A new item for the op, or NULL (failure set). */
-static queue_item *new_item(item_fn run, const char *what)
+/* A new item for an op of this type (NULL: a wait), or NULL (failure
+ * set). */
+static queue_item *new_item(const locus__op_type *type)
 {
+    const char *what = type ? type->name : "wait";
     queue_item *item = locus__calloc(1, sizeof *item);
     if (!item) {
         locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "queue entry for a %s", what);
         return NULL;
     }
-    item->run = run;
+    item->run = type ? run_op : run_wait;
+    item->type = type;
     item->what = what;
     return item;
 }
@@ -529,17 +520,16 @@ LOCUS_API locus_status locus_enqueue_reduce(locus_queue *queue,
                                             locus_event **event)
 {
     locus__clear_error();
-    locus_status status = check_queue(queue, LOCUS__OP_REDUCE, event);
+    locus_status status = check_queue(queue, &locus__reduce_op, event);
     if (status != LOCUS_SUCCESS)
         return status;
     if (!desc || !result)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
                            desc ? "result" : "desc");
-    static const char *const names[] = {"x"};
-    status = check_buffers(queue, &x, names, 1);
+    status = check_buffers(queue, &x, locus__reduce_op.operand_names, 1);
     if (status != LOCUS_SUCCESS)
         return status;
-    queue_item *item = new_item(run_reduce, "reduce");
+    queue_item *item = new_item(&locus__reduce_op);
     if (!item)
         return LOCUS_ERROR_OUT_OF_MEMORY;
     COPY_DESC(item->desc.reduce, desc);
@@ -556,7 +546,7 @@ LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
                                           locus_event **event)
 {
     locus__clear_error();
-    locus_status status = check_queue(queue, LOCUS__OP_GEMM, event);
+    locus_status status = check_queue(queue, &locus__gemm_op, event);
     if (status != LOCUS_SUCCESS)
         return status;
     if (!desc)
@@ -567,7 +557,7 @@ LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
     locus_gemm_desc shape = {0};
     COPY_DESC(shape, desc);
     locus_buffer *buffers[] = {a, b, c};
-    static const char *const names[] = {"a", "b", "c"};
+    const char *const *names = locus__gemm_op.operand_names;
     locus_buffer *given[3];
     const char *given_names[3];
     size_t given_count = 0;
@@ -583,7 +573,7 @@ LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
         status = check_output_alias(buffers, names, 3, 2);
     if (status != LOCUS_SUCCESS)
         return status;
-    queue_item *item = new_item(run_gemm, "gemm");
+    queue_item *item = new_item(&locus__gemm_op);
     if (!item)
         return LOCUS_ERROR_OUT_OF_MEMORY;
     COPY_DESC(item->desc.gemm, desc);
@@ -598,19 +588,19 @@ LOCUS_API locus_status locus_enqueue_conv2d(
     locus_event **event)
 {
     locus__clear_error();
-    locus_status status = check_queue(queue, LOCUS__OP_CONV2D, event);
+    locus_status status = check_queue(queue, &locus__conv2d_op, event);
     if (status != LOCUS_SUCCESS)
         return status;
     if (!desc)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "desc is NULL");
     locus_buffer *buffers[] = {input, filter, output};
-    static const char *const names[] = {"input", "filter", "output"};
+    const char *const *names = locus__conv2d_op.operand_names;
     status = check_buffers(queue, buffers, names, 3);
     if (status == LOCUS_SUCCESS)
         status = check_output_alias(buffers, names, 3, 2);
     if (status != LOCUS_SUCCESS)
         return status;
-    queue_item *item = new_item(run_conv2d, "conv2d");
+    queue_item *item = new_item(&locus__conv2d_op);
     if (!item)
         return LOCUS_ERROR_OUT_OF_MEMORY;
     COPY_DESC(item->desc.conv2d, desc);
@@ -630,7 +620,7 @@ LOCUS_API locus_status locus_queue_wait_event(locus_queue *queue,
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "the event belongs to another context than the "
                            "queue");
-    queue_item *item = new_item(run_wait, "wait");
+    queue_item *item = new_item(NULL);
     if (!item)
         return LOCUS_ERROR_OUT_OF_MEMORY;
     event_hold(event);
