@@ -232,6 +232,41 @@ LOCUS_API locus_status locus_device_find(locus_context *context,
                        selector);
 }
 
+/* The same walk as locus__sched_choose's over the device list, less the
+ * op's own check (whether the device offers it). */
+LOCUS_API locus_status locus_default_device(locus_context *context,
+                                            locus_device **out,
+                                            locus_default_choice *how)
+{
+    locus__clear_error();
+    if (!context || !out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           context ? "out" : "context");
+    *out = NULL;
+    locus_default_choice choice = LOCUS_DEFAULT_FALLBACK;
+    const locus__selector_list *list = &context->config.device;
+    for (size_t i = 0; i < list->count; i++) {
+        if (list->items[i].kind == LOCUS__SELECT_AUTO) {
+            choice = LOCUS_DEFAULT_AUTO;
+            break;
+        }
+        locus_device *device = locus__device_match(context, &list->items[i]);
+        if (device) {
+            *out = device;
+            choice = LOCUS_DEFAULT_SELECTED;
+            break;
+        }
+    }
+    if (!*out)
+        *out = locus__sched_default_device(context);
+    if (how)
+        *how = choice;
+    if (!*out)
+        return locus__fail(LOCUS_ERROR_DEVICE_NOT_FOUND,
+                           "the context has no device");
+    return LOCUS_SUCCESS;
+}
+
 LOCUS_API locus_status locus_device_get_info(const locus_device *device,
                                              locus_device_info *info)
 {

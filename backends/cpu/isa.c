@@ -110,3 +110,12 @@ const locus__cpu_isa *locus__cpu_isa_best(void)
     pthread_once(&best_once, fill_best);
     return &best_table;
 }
+
+const char *locus__cpu_isa_tables(void)
+{
+#ifdef LOCUS_CPU_X86_KERNELS
+    return "generic avx2 avx512";
+#else
+    return "generic";
+#endif
+}

@@ -102,5 +102,8 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced);
 /* The table for this CPU, not forced: for kernels called without a
  * context's table. Filled once, thread-safe. */
 const locus__cpu_isa *locus__cpu_isa_best(void);
+/* The tables this build holds, lowest first: "generic avx2 avx512" where
+ * the x86 kernels were compiled, else "generic" (locus --version). */
+const char *locus__cpu_isa_tables(void);
 
 #endif

@@ -104,6 +104,26 @@ LOCUS_API const char *locus_status_name(locus_status status);
  * thread's next Locus call; "" when the last call succeeded. */
 LOCUS_API const char *locus_last_error(void);
 
+/* What this library was built with, for `locus --version` and bug
+ * reports. New in 0.2. */
+typedef struct locus_build_info {
+    size_t struct_size;
+    char hwloc_built[32]; /* the hwloc release compiled against */
+    /* hwloc_get_api_version() of the hwloc loaded: 0x20800 is API 2.8,
+     * which hwloc releases share until their API changes. */
+    unsigned hwloc_api_loaded;
+    /* The CPU kernel tables compiled in, lowest first ("generic avx2
+     * avx512" on x86-64, "generic" elsewhere), and the best of them this
+     * cpu can run (LOCUS_CPU_ISA may force a lower one per context). */
+    char cpu_isa_tables[64];
+    char cpu_isa_best[16];
+} locus_build_info;
+
+LOCUS_API void locus_build_info_init(locus_build_info *info);
+/* Needs no context. Fails with LOCUS_ERROR_INVALID_ARGUMENT when
+ * info->struct_size is smaller than 0.2's struct. */
+LOCUS_API locus_status locus_build_info_get(locus_build_info *info);
+
 /* ------------------------------------------------------------------------ */
 /* Context                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -306,6 +326,32 @@ LOCUS_API locus_status locus_device_get(locus_context *context, size_t index,
 LOCUS_API locus_status locus_device_find(locus_context *context,
                                          const char *selector,
                                          locus_device **out);
+
+/* How the device of an op given none (device NULL) is chosen. */
+typedef enum locus_default_choice {
+    /* The device option or LOCUS_DEVICE names it: the first item of its
+     * list that matches a device of the context. */
+    LOCUS_DEFAULT_SELECTED = 0,
+    /* "auto" (the default, or an item of the list reached before any that
+     * matches): the cost model places each op by its size and where its
+     * data is. */
+    LOCUS_DEFAULT_AUTO = 1,
+    /* The list names no device of the context (LOCUS_DEVICE=cuda without
+     * a GPU): ops choose as under "auto", after a warning at context
+     * creation; under LOCUS_STRICT=1 that creation fails instead. */
+    LOCUS_DEFAULT_FALLBACK = 2,
+} locus_default_choice;
+
+/* The device an op given none runs on, as `locus info` shows it, and how
+ * it is chosen (how may be NULL). Under LOCUS_DEFAULT_AUTO and _FALLBACK,
+ * *out is the cost model's choice for a large gemm with its inputs on the
+ * host (locus_device_find's "auto", by nominal figures, so the call never
+ * starts a calibration); a smaller op or data already on a device may go
+ * elsewhere. Under LOCUS_DEFAULT_SELECTED, an op the device does not offer
+ * goes to the next item of the list, then to the cost model. New in 0.2. */
+LOCUS_API locus_status locus_default_device(locus_context *context,
+                                            locus_device **out,
+                                            locus_default_choice *how);
 LOCUS_API locus_status locus_device_get_info(const locus_device *device,
                                              locus_device_info *info);
 
