@@ -242,6 +242,8 @@ static void case_usage(void)
     expect_usage_error("--repeat", "0", NULL, NULL);
     expect_usage_error("--bogus", NULL, NULL, NULL);
     expect_usage_error("--size", NULL, NULL, NULL);
+    /* Not a selector of the grammar: a usage error, as a bad --size. */
+    expect_usage_error("--devices", "cpu,bogus", NULL, NULL);
     /* A selector that names no device is a failure, not a usage error. */
     before = failures;
     result = run_locus("bench", "split", "--devices", "cuda:63", "--size", "4",

@@ -32,8 +32,10 @@ void bench_usage(FILE *out)
         "options:\n"
         "  --device SEL   a selector of the LOCUS_DEVICE grammar (cpu,\n"
         "                 cpu:numa=1, cuda:0, opencl:gpu, ...), \"auto\"\n"
-        "                 (default: the context's default device) or \"all\";\n"
-        "                 repeat to run on several devices\n"
+        "                 (the cost model's device for a large gemm) or\n"
+        "                 \"all\"; repeat to run on several devices. Without\n"
+        "                 it: where ops given no device run, as LOCUS_DEVICE\n"
+        "                 selects (`locus info` names it)\n"
         "  --size LIST    sizes, comma-separated or repeated (see below)\n"
         "  --repeat N     timed runs after one warm-up (default 5); the best\n"
         "                 time is reported, --json has the median too\n"
@@ -58,7 +60,14 @@ void bench_usage(FILE *out)
         "  output, the reference computed in float64 from the same inputs.\n"
         "  Above 2^30 multiply-adds (or 4M outputs) 256 random entries are\n"
         "  checked instead of all. A result above tolerance is flagged FAIL\n"
-        "  and makes the exit status 1.\n",
+        "  and makes the exit status 1.\n"
+        "\n"
+        "Exit status: 0 every result passed; 1 a result above tolerance, a\n"
+        "run that failed, a device that is not there, or nothing measured\n"
+        "at all (every run refused, e.g. --algo winograd on the cpu); a run\n"
+        "refused while others were measured is listed and is no failure;\n"
+        "2 a bad command line (an unknown option or op, a bad value, a\n"
+        "--device that is no selector).\n",
         out);
 }
 
@@ -393,9 +402,6 @@ static int finish_request(bench_request *request)
     if (request->size_count == 0) {
         use_default_sizes(request);
     }
-    if (request->selector_count == 0) {
-        request->selectors[request->selector_count++] = "auto";
-    }
     if (!request->seed_given) {
         request->seed = seed_from_clock();
     }
@@ -458,11 +464,23 @@ static void add_device(locus_device **devices, size_t *count,
     }
 }
 
-/* Returns EXIT_SUCCESS or EXIT_FAILURE after reporting the failure. */
+/* Returns EXIT_SUCCESS, or EXIT_FAILURE or EXIT_USAGE after reporting the
+ * failure. */
 static int resolve_devices(locus_context *context, const bench_request *request,
                            locus_device **devices, size_t *count)
 {
     *count = 0;
+    if (request->selector_count == 0) {
+        /* Where an op given no device would run: LOCUS_DEVICE's device, or
+         * the cost model's for a large gemm, as `locus info` shows it. */
+        locus_device *device = NULL;
+        if (locus_default_device(context, &device, NULL) != LOCUS_SUCCESS) {
+            report_locus_failure("finding the default device");
+            return EXIT_FAILURE;
+        }
+        add_device(devices, count, device);
+        return EXIT_SUCCESS;
+    }
     for (size_t s = 0; s < request->selector_count; ++s) {
         const char *selector = request->selectors[s];
         locus_device *device = NULL;
@@ -481,8 +499,15 @@ static int resolve_devices(locus_context *context, const bench_request *request,
             }
             continue;
         }
-        if (locus_device_find(context, selector, &device) != LOCUS_SUCCESS) {
+        locus_status status = locus_device_find(context, selector, &device);
+        if (status == LOCUS_ERROR_INVALID_ARGUMENT) {
+            /* Not a selector at all: the command line is wrong. */
+            return BENCH_USAGE_ERROR("bad --device value: %s",
+                                     locus_last_error());
+        }
+        if (status != LOCUS_SUCCESS) {
             report_locus_failure("finding device \"%s\"", selector);
+            report_absent_backends(context, selector);
             return EXIT_FAILURE;
         }
         add_device(devices, count, device);
@@ -599,6 +624,16 @@ int bench_command(int argc, char **argv)
         bench_print_table(request, &outcome);
     }
     exit_status = outcome.any_failure ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (outcome.result_count == 0 && outcome.skip_count > 0) {
+        /* Every run refused (an algorithm the device lacks): no figure to
+         * show is a failure of the command, not an empty success. */
+        const bench_skip *skip = &outcome.skips[0];
+        fprintf(stderr,
+                "locus bench: nothing was measured: %s %s on %s: %s%s\n",
+                skip->op, skip->shape, skip->device, skip->reason,
+                outcome.skip_count > 1 ? " (and the other runs refused)" : "");
+        exit_status = EXIT_FAILURE;
+    }
     free(outcome.results);
     free(outcome.skips);
 destroy_context:

@@ -30,31 +30,32 @@
 
 void bench_sched_usage(FILE *out)
 {
-    fputs(
-        "usage: locus bench sched [--op reduce|gemm|conv] [--size LIST]\n"
-        "                         [--repeat N] [--seed N] [--json]\n"
-        "\n"
-        "For each op over a sweep of sizes, with the data starting on the\n"
-        "host and then already on each device, times the op given no\n"
-        "device (the scheduler's cost model chooses) and given each device\n"
-        "in turn, and prints the regret: auto's time over the best fixed\n"
-        "device's (1.00 is a perfect choice). Data that starts on the host\n"
-        "is read back after the op, and that is timed too: it is what an\n"
-        "application pays for sending work away. The summary is the\n"
-        "geometric mean and the worst regret over every point.\n"
-        "\n"
-        "options:\n"
-        "  --op OP       only this op (repeat for several; default all)\n"
-        "  --size LIST   sizes for the ops chosen: reduce N elements, gemm N\n"
-        "                (N x N x N), conv H (a 3x3 64->64 layer on H x H at\n"
-        "                batch 1); defaults sweep tiny to large\n"
-        "  --repeat N    timed runs per point, the median kept (default 3;\n"
-        "                at least two per configuration, 41 for points\n"
-        "                under 2 ms)\n"
-        "  --seed N      seed of the random inputs\n"
-        "  --json        results as JSON on stdout\n"
-        "  -h, --help    this text\n",
-        out);
+    fputs("usage: locus bench sched [--op reduce|gemm|conv] [--size LIST]\n"
+          "                         [--repeat N] [--seed N] [--json]\n"
+          "\n"
+          "For each op over a sweep of sizes, with the data starting on the\n"
+          "host and then already on each device, times the op given no\n"
+          "device (the scheduler's cost model chooses) and given each device\n"
+          "in turn, and prints the regret: auto's time over the best fixed\n"
+          "device's (1.00 is a perfect choice). Data that starts on the host\n"
+          "is read back after the op, and that is timed too: it is what an\n"
+          "application pays for sending work away. The summary is the\n"
+          "geometric mean and the worst regret over every point.\n"
+          "\n"
+          "options:\n"
+          "  --op OP       only this op (repeat for several; default all)\n"
+          "  --size LIST   sizes for the ops chosen, comma-separated or\n"
+          "                repeated (K, M, G: 2^10, 2^20, 2^30): reduce N\n"
+          "                elements, gemm N (N x N x N), conv H (a 3x3 64->64\n"
+          "                layer on H x H at batch 1); defaults sweep tiny to\n"
+          "                large\n"
+          "  --repeat N    timed runs per point, the median kept (default 3;\n"
+          "                at least two per configuration, 41 for points\n"
+          "                under 2 ms)\n"
+          "  --seed N      seed of the random inputs\n"
+          "  --json        results as JSON on stdout\n"
+          "  -h, --help    this text\n",
+          out);
 }
 
 typedef struct sched_request {
@@ -97,6 +98,18 @@ typedef struct point {
     double regret;
 } point;
 
+/* One item of a --size list (for_each_piece). */
+static bool add_size(const char *piece, void *state)
+{
+    sched_request *request = state;
+    size_t size;
+    if (request->size_count == MAX_SIZES || !parse_count(piece, false, &size)) {
+        return false;
+    }
+    request->sizes[request->size_count++] = size;
+    return true;
+}
+
 static bool parse_arguments(int argc, char **argv, sched_request *request,
                             int *exit_status)
 {
@@ -128,17 +141,15 @@ static bool parse_arguments(int argc, char **argv, sched_request *request,
             request->ops[op] = any_op = true;
         } else if ((match = arg_value(argc, argv, &index, "--size", &value)) !=
                    ARG_NO_MATCH) {
-            size_t size;
             if (match == ARG_MISSING_VALUE ||
-                request->size_count == MAX_SIZES ||
-                !parse_count(value, false, &size)) {
+                !for_each_piece(value, ',', add_size, request)) {
                 *exit_status = usage_error(
                     "bench sched", bench_sched_usage,
-                    "--size is a whole number from 1 (at most %d of them)",
-                    MAX_SIZES);
+                    "bad --size value \"%s\": sizes are whole numbers from "
+                    "1, comma-separated or repeated (at most %d in all)",
+                    match == ARG_MISSING_VALUE ? "" : value, MAX_SIZES);
                 return false;
             }
-            request->sizes[request->size_count++] = size;
         } else if ((match = arg_value(argc, argv, &index, "--repeat",
                                       &value)) != ARG_NO_MATCH) {
             unsigned long long n;

@@ -52,7 +52,12 @@ void bench_split_usage(FILE *out)
         "                  (default 5)\n"
         "  --seed N        seed of the random inputs (default: the clock)\n"
         "  --json          results as JSON on stdout\n"
-        "  -h, --help      this text\n",
+        "  -h, --help      this text\n"
+        "\n"
+        "Exit status: 0 every result passed; 1 a result above tolerance, a\n"
+        "run that failed, or a device that is not there (or named twice);\n"
+        "2 a bad command line (a bad value, a --devices item that is no\n"
+        "selector).\n",
         out);
 }
 
@@ -283,12 +288,20 @@ static int resolve_devices(locus_context *context, const split_request *request,
         return EXIT_SUCCESS;
     }
     for (size_t i = 0; i < request->selector_count; i++) {
-        if (locus_device_find(context, request->selectors[i], &devices[i]) !=
-            LOCUS_SUCCESS) {
+        locus_status status =
+            locus_device_find(context, request->selectors[i], &devices[i]);
+        if (status == LOCUS_ERROR_INVALID_ARGUMENT)
+            /* Not a selector at all: the command line is wrong. */
+            return SPLIT_USAGE_ERROR("bad --devices item: %s",
+                                     locus_last_error());
+        if (status != LOCUS_SUCCESS) {
             report_locus_failure("finding device \"%s\"",
                                  request->selectors[i]);
+            report_absent_backends(context, request->selectors[i]);
             return EXIT_FAILURE;
         }
+        /* Two selectors can name one device on one machine and two on
+         * another (cpu and cpu:numa=0): a failure here, not a usage error. */
         for (size_t j = 0; j < i; j++)
             if (devices[j] == devices[i]) {
                 fprintf(stderr,

@@ -30,7 +30,12 @@ void calibrate_usage(FILE *out)
           "  --cached           show the figures in use; measure only\n"
           "                     devices that have none cached\n"
           "  --json             the same as JSON on stdout\n"
-          "  -h, --help         this text\n",
+          "  -h, --help         this text\n"
+          "\n"
+          "Exit status: 0 every device's figures are in use and cached; 1 a\n"
+          "device could not be measured, figures could not be cached, or\n"
+          "the --device named is not there; 2 a bad command line (an\n"
+          "unknown option, a --device that is no selector).\n",
           out);
 }
 
@@ -148,11 +153,21 @@ int calibrate_command(int argc, char **argv)
     size_t count = 0;
     locus_device_count(context, &count);
     locus_device *only = NULL;
-    if (options.device &&
-        locus_device_find(context, options.device, &only) != LOCUS_SUCCESS) {
-        report_locus_failure("--device %s", options.device);
+    locus_status found = options.device != NULL
+                             ? locus_device_find(context, options.device, &only)
+                             : LOCUS_SUCCESS;
+    if (found != LOCUS_SUCCESS) {
+        int status = EXIT_FAILURE;
+        if (found == LOCUS_ERROR_INVALID_ARGUMENT) {
+            /* Not a selector at all: the command line is wrong. */
+            status = usage_error("calibrate", calibrate_usage,
+                                 "bad --device value: %s", locus_last_error());
+        } else {
+            report_locus_failure("--device %s", options.device);
+            report_absent_backends(context, options.device);
+        }
         locus_context_destroy(context);
-        return EXIT_FAILURE;
+        return status;
     }
     static const char *const headers[] = {
         "device",       "source",       "launch us",
@@ -177,9 +192,13 @@ int calibrate_command(int argc, char **argv)
         locus_device_info info;
         locus_device_info_init(&info);
         locus_device_get_info(device, &info);
+        /* --cached measures only a device with nothing cached, and the
+         * table's source column says which it was. */
         if (!options.json)
             fprintf(stderr, "%s %s (%s)...\n",
-                    options.cached ? "reading the figures of" : "calibrating",
+                    options.cached ? "reading the cached figures (measuring "
+                                     "them if there are none) of"
+                                   : "calibrating",
                     info.selector, info.name);
         locus_calibration c;
         locus_calibration_init(&c);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <locus/locus.h>
+
 /* EXIT_SUCCESS (0) and EXIT_FAILURE (1) come from stdlib.h; 2 is the
  * conventional status for a command line that could not be understood. */
 #define EXIT_USAGE 2
@@ -31,6 +33,15 @@ void report_locus_failure(const char *what_format, ...)
 /* Reports a failed locus_context_create. A bad LOCUS_* value is the usual
  * cause, so the variables that are set are listed with their values. */
 void report_context_failure(void);
+
+/* Why the backends that a device selector names have no device here, from
+ * their reasons: " (cuda: module locus-cuda.so not found in ...)", or ""
+ * when the selector names no absent backend. */
+void describe_absent_backends(locus_context *context, const char *selector,
+                              char *text, size_t capacity);
+/* The same on stderr, after a selector matched nothing: one
+ * "locus: <backend>: <reason>" line per absent backend it names. */
+void report_absent_backends(locus_context *context, const char *selector);
 
 /* "locus <command>: <message>", a blank line and the usage, on stderr;
  * returns EXIT_USAGE for `return usage_error(...)`. */

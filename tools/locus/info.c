@@ -23,13 +23,24 @@ void info_usage(FILE *out)
           "cpus and memory, the distance matrix, every backend (or why it\n"
           "is absent), every device with its nearest NUMA nodes, under an\n"
           "MPI launcher the local rank and the cpus its workers got, and\n"
-          "how each LOCUS_* variable resolved.\n"
+          "how each LOCUS_* variable resolved, with the device that ops\n"
+          "given none run on (as LOCUS_DEVICE selects it, or the cost\n"
+          "model).\n"
+          "\n"
+          "Where creating a context fails only because of LOCUS_STRICT=1\n"
+          "(a LOCUS_DEVICE that matches no device), the report is made\n"
+          "without strictness and names the failure under \"problems\";\n"
+          "the exit status is then 1.\n"
           "\n"
           "options:\n"
           "  --json       the same as JSON on stdout: nodes, distances,\n"
-          "               backends (each with its devices), mpi (null\n"
-          "               outside a launcher) and env\n"
-          "  -h, --help   this text\n",
+          "               backends (each with its devices), default_device,\n"
+          "               mpi (null outside a launcher), env and problems\n"
+          "  -h, --help   this text\n"
+          "\n"
+          "Exit status: 0 the report, no problem; 1 a problem (the report\n"
+          "is still printed when a context could be made); 2 a bad command\n"
+          "line.\n",
           out);
 }
 
@@ -43,10 +54,19 @@ typedef struct machine_view {
     locus_backend_info *backends;
     size_t device_count;
     locus_device_info *devices;
-    /* What "auto" picks, or why it picks nothing. */
+    /* Where an op given no device runs (locus_default_device), or why
+     * there is none. */
     bool has_default_device;
     char default_device[32];
+    locus_default_choice default_choice;
     char default_device_error[512];
+    /* Under LOCUS_DEFAULT_FALLBACK: why LOCUS_DEVICE's backends are absent,
+     * " (cuda: ...)", or "". */
+    char absent_backends[1024];
+    /* LOCUS_STRICT=1 made locus_context_create fail; the view is of a
+     * context made without it, and this is the failure. */
+    bool strictness_relaxed;
+    char strict_failure[1024];
     size_t setting_count;
     locus_setting *settings; /* strings owned by the context */
     /* Under an MPI launcher: the local rank and its workers' cpus. */
@@ -126,10 +146,12 @@ static bool gather_backends_and_devices(locus_context *context,
             return false;
         }
     }
-    /* Having no default device is a fact worth showing (e.g. LOCUS_DEVICE
-     * names a GPU this machine lacks), not a failure of `info`. */
+    /* Having no default device is a fact worth showing, not a failure of
+     * `info`. Asked as the runtime decides an op's device, so that the
+     * report is where ops given none really run. */
     locus_device *default_device = NULL;
-    if (locus_device_find(context, "auto", &default_device) == LOCUS_SUCCESS) {
+    if (locus_default_device(context, &default_device, &view->default_choice) ==
+        LOCUS_SUCCESS) {
         locus_device_info info;
         locus_device_info_init(&info);
         if (locus_device_get_info(default_device, &info) == LOCUS_SUCCESS) {
@@ -142,6 +164,10 @@ static bool gather_backends_and_devices(locus_context *context,
         snprintf(view->default_device_error, sizeof(view->default_device_error),
                  "%s", locus_last_error());
     }
+    const char *wanted = getenv("LOCUS_DEVICE");
+    describe_absent_backends(context, wanted != NULL ? wanted : "",
+                             view->absent_backends,
+                             sizeof(view->absent_backends));
     return true;
 }
 
@@ -163,13 +189,47 @@ static bool gather_settings(locus_context *context, machine_view *view)
     }
     view->settings = xmalloc(view->setting_count * sizeof(*view->settings));
     for (size_t i = 0; i < view->setting_count; ++i) {
-        if (locus_setting_get(context, i, &view->settings[i]) !=
-            LOCUS_SUCCESS) {
+        locus_setting *setting = &view->settings[i];
+        if (locus_setting_get(context, i, setting) != LOCUS_SUCCESS) {
             report_locus_failure("reading setting %zu", i);
             return false;
         }
+        /* The context was made with strict "0" as an option; the user's
+         * setting is the environment's, and it is what failed. */
+        if (view->strictness_relaxed && setting->name != NULL &&
+            strcmp(setting->name, "LOCUS_STRICT") == 0) {
+            setting->raw = getenv("LOCUS_STRICT");
+            setting->source = "environment";
+            setting->resolved = "as set; this report was made without it "
+                                "(see problems)";
+        }
     }
     return true;
+}
+
+static const char *setting_raw(const machine_view *view, const char *name)
+{
+    for (size_t i = 0; i < view->setting_count; ++i) {
+        const locus_setting *setting = &view->settings[i];
+        if (setting->name != NULL && strcmp(setting->name, name) == 0) {
+            return setting->raw;
+        }
+    }
+    return NULL;
+}
+
+/* The record's vocabulary (locus_record.chosen_by). */
+static const char *default_choice_name(locus_default_choice choice)
+{
+    switch (choice) {
+    case LOCUS_DEFAULT_SELECTED:
+        return "LOCUS_DEVICE";
+    case LOCUS_DEFAULT_AUTO:
+        return "auto";
+    case LOCUS_DEFAULT_FALLBACK:
+        return "fallback";
+    }
+    return "unknown";
 }
 
 /* A node's cpu list may be cut short by its fixed-size field on very large
@@ -346,6 +406,11 @@ static void write_view_json(const machine_view *view)
     json_key(&json, "default_device");
     json_string_or_null(&json,
                         view->has_default_device ? view->default_device : NULL);
+    /* "LOCUS_DEVICE": it names the device; "auto": the cost model places
+     * each op (default_device is its pick for a large gemm); "fallback":
+     * LOCUS_DEVICE names no device here, ops choose as under auto. */
+    json_key(&json, "default_device_chosen_by");
+    json_string(&json, default_choice_name(view->default_choice));
     if (!view->has_default_device) {
         json_key(&json, "default_device_error");
         json_string(&json, view->default_device_error);
@@ -367,6 +432,19 @@ static void write_view_json(const machine_view *view)
         json_key(&json, "resolved");
         json_string_or_null(&json, setting->resolved);
         json_end_object(&json);
+    }
+    json_end_array(&json);
+
+    /* What makes the exit status 1 although the report was written. */
+    json_key(&json, "problems");
+    json_begin_array(&json);
+    if (view->strictness_relaxed) {
+        char problem[sizeof(view->strict_failure) + 128];
+        snprintf(problem, sizeof(problem),
+                 "with LOCUS_STRICT as set, creating a context fails: %s; "
+                 "this report was made without it",
+                 view->strict_failure);
+        json_string(&json, problem);
     }
     json_end_array(&json);
     json_end_object(&json);
@@ -453,6 +531,35 @@ static void print_backends(const machine_view *view)
     table_free(&backends);
 }
 
+/* Where ops given no device run, in LOCUS_DEVICE's terms. */
+static void print_default_device(const machine_view *view)
+{
+    if (!view->has_default_device) {
+        printf("  ops given no device: none: %s\n", view->default_device_error);
+        return;
+    }
+    const char *raw = setting_raw(view, "LOCUS_DEVICE");
+    char selector[256];
+    format_escaped(raw != NULL ? raw : "", selector, sizeof selector);
+    switch (view->default_choice) {
+    case LOCUS_DEFAULT_SELECTED:
+        printf("  ops given no device run on %s (LOCUS_DEVICE='%s')\n",
+               view->default_device, selector);
+        return;
+    case LOCUS_DEFAULT_AUTO:
+        printf("  ops given no device: the cost model chooses per op "
+               "(LOCUS_DEVICE=auto); a large gemm on host data goes to %s\n",
+               view->default_device);
+        return;
+    case LOCUS_DEFAULT_FALLBACK:
+        printf("  ops given no device: LOCUS_DEVICE='%s' matches no device "
+               "here%s, so the cost model chooses per op; a large gemm on "
+               "host data goes to %s\n",
+               selector, view->absent_backends, view->default_device);
+        return;
+    }
+}
+
 static void print_devices(const machine_view *view)
 {
     static const char *const headers[] = {"selector",      "kind",    "name",
@@ -487,11 +594,7 @@ static void print_devices(const machine_view *view)
         table_print(&devices, stdout, 2);
     }
     table_free(&devices);
-    if (view->has_default_device) {
-        printf("  default (auto): %s\n", view->default_device);
-    } else {
-        printf("  default (auto): none: %s\n", view->default_device_error);
-    }
+    print_default_device(view);
 }
 
 static void print_settings(const machine_view *view)
@@ -546,6 +649,43 @@ static void print_view(const machine_view *view)
     print_devices(view);
     print_local_rank(&view->local_rank);
     print_settings(view);
+    if (view->strictness_relaxed) {
+        printf("\nproblems\n  with LOCUS_STRICT as set, creating a context "
+               "fails: %s\n  this report was made without it\n",
+               view->strict_failure);
+    }
+}
+
+/* The diagnostic tool must explain the configuration that fails: when
+ * LOCUS_STRICT=1 is what makes context creation fail (a LOCUS_DEVICE that
+ * matches no device), the context is made again without it, and the
+ * failure goes into the report. A failure without strictness too (a value
+ * that does not parse) leaves nothing to report on. */
+static bool create_context(machine_view *view, locus_context **context)
+{
+    if (locus_context_create(NULL, context) == LOCUS_SUCCESS) {
+        return true;
+    }
+    const char *strict = getenv("LOCUS_STRICT");
+    if (strict == NULL || strict[0] == '\0') {
+        report_context_failure();
+        return false;
+    }
+    snprintf(view->strict_failure, sizeof(view->strict_failure), "%s",
+             locus_last_error());
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.strict = "0";
+    if (locus_context_create(&options, context) != LOCUS_SUCCESS) {
+        report_context_failure();
+        return false;
+    }
+    view->strictness_relaxed = true;
+    fprintf(stderr,
+            "locus: creating a context: %s\n"
+            "locus info: reporting on a context made without LOCUS_STRICT\n",
+            view->strict_failure);
+    return true;
 }
 
 int info_command(int argc, char **argv)
@@ -566,13 +706,12 @@ int info_command(int argc, char **argv)
                                arg);
         }
     }
-    locus_context *context = NULL;
-    if (locus_context_create(NULL, &context) != LOCUS_SUCCESS) {
-        report_context_failure();
-        return EXIT_FAILURE;
-    }
     machine_view view;
     memset(&view, 0, sizeof(view));
+    locus_context *context = NULL;
+    if (!create_context(&view, &context)) {
+        return EXIT_FAILURE;
+    }
     int exit_status = EXIT_FAILURE;
     if (gather_topology(context, &view) &&
         gather_backends_and_devices(context, &view) &&
@@ -582,7 +721,7 @@ int info_command(int argc, char **argv)
         } else {
             print_view(&view);
         }
-        exit_status = EXIT_SUCCESS;
+        exit_status = view.strictness_relaxed ? EXIT_FAILURE : EXIT_SUCCESS;
     }
     free_view(&view);
     locus_context_destroy(context);
