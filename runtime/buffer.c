@@ -9,9 +9,10 @@
 #include "fault.h"
 #include "status.h"
 
+/* NULL stands for the host copy itself (buffer.h). */
 static uint64_t copy_bit(const locus_device *device)
 {
-    if (device->backend->table->host_memory)
+    if (!device || device->backend->table->host_memory)
         return LOCUS__HOST_COPY;
     return UINT64_C(1) << (device->ordinal + 1);
 }
@@ -249,8 +250,7 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
         goto unlock;
     }
     uint64_t bit = copy_bit(device);
-    const locus_backend *table = device->backend->table;
-    if (table->host_memory) {
+    if (bit == LOCUS__HOST_COPY) {
         if (access & LOCUS__READ)
             status = refresh_host(buffer, op);
         *memory = buffer->host;

@@ -60,7 +60,10 @@ typedef enum locus__access {
 } locus__access;
 
 /* With use_lock held: gives the op a current copy on `device` (host memory
- * for a host-memory backend). Fails with LOCUS_ERROR_BUSY while mapped. */
+ * for a host-memory backend). Fails with LOCUS_ERROR_BUSY while mapped.
+ * Here and in locus__buffer_failed_on and locus__buffer_written_on a NULL
+ * device is the host copy itself, whatever backends the context loaded:
+ * the gemm split works on it and moves its blocks itself. */
 locus_status locus__buffer_acquire(locus_buffer *buffer,
                                    const locus_device *device,
                                    locus__access access, locus_op_context *op,

@@ -1,9 +1,10 @@
 /* One gemm computed by several devices at once: C's rows in blocks
- * proportional to weights, one thread per block. Blocks are computed
- * first and written into C only once every device has succeeded, so a
- * failure leaves C as it was (the transaction), except when a write-back
- * itself fails. */
-#include <math.h>
+ * proportional to weights (the plan, gemm_split_plan.c), one thread per
+ * block. The op goes through the life cycle every op does (ops.h), on the
+ * host copies of its buffers; each block moves its own rows. Blocks are
+ * computed first and written into C only once every device has succeeded,
+ * so a failure leaves C as it was (the transaction), except when a
+ * write-back itself fails. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,15 +15,12 @@
 
 #include "account.h"
 #include "buffer.h"
-#include "device.h"
 #include "context.h"
+#include "device.h"
 #include "fault.h"
+#include "gemm_split.h"
 #include "ops.h"
-#include "record.h"
-#include "scheduler.h"
 #include "status.h"
-
-#define FLOAT_BYTES sizeof(float)
 
 typedef struct split_job split_job;
 
@@ -50,12 +48,16 @@ typedef struct split_part {
 } split_part;
 
 struct split_job {
-    locus_context *context;
+    /* The op as a whole, on the host copies: its locks, accounting and
+     * record. The blocks account their transfers into it. */
+    locus__op_run run;
     locus_gemm_desc desc; /* leading dimensions resolved */
+    /* The host copies, once the run has acquired them. */
     const float *a, *b;
     float *c;
     locus_buffer *b_buffer;
-    locus__account account;
+    split_part *parts; /* parts[0] runs on the calling thread */
+    size_t part_count;
     /* More than one block: each writes C only after all have computed. */
     bool transaction;
     /* Guarded by lock: the blocks that have computed, out of expected. */
@@ -75,325 +77,7 @@ static void must(int rc, const char *what)
     }
 }
 
-/* ---- checks and the plan ------------------------------------------------- */
-
-static locus_status check_devices(locus_context *context,
-                                  locus_device *const *devices, size_t count)
-{
-    if (count == 0)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "device_count is 0: a split needs at least one "
-                           "device");
-    if (count > LOCUS__MAX_DEVICES)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "device_count %zu is more than a context has (%d)",
-                           count, LOCUS__MAX_DEVICES);
-    for (size_t i = 0; i < count; i++) {
-        const locus_device *device = devices[i];
-        if (!device)
-            return locus__fail(LOCUS_ERROR_NULL_ARGUMENT,
-                               "devices[%zu] is NULL", i);
-        if (device->context != context)
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "devices[%zu] (%s) belongs to another context",
-                               i, device->info.selector);
-        for (size_t j = 0; j < i; j++)
-            if (devices[j] == device)
-                return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                   "devices[%zu] and devices[%zu] are both "
-                                   "%s: list each device once",
-                                   j, i, device->info.selector);
-        if (!locus__device_offers(device, LOCUS__OP_GEMM))
-            return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                               "gemm is not supported on devices[%zu], %s "
-                               "(%s)",
-                               i, device->info.selector, device->info.name);
-    }
-    return LOCUS_SUCCESS;
-}
-
-/* What locus_gemm_split and locus_gemm_split_rows both work out. */
-typedef struct split_plan {
-    locus_gemm_desc desc; /* leading dimensions resolved */
-    size_t mn, mnk;
-    bool c_write_only;
-    double bytes; /* the fewest the op moves, as locus_gemm counts them */
-    size_t rows[LOCUS__MAX_DEVICES];
-} split_plan;
-
-/* Two devices that are views of one piece of hardware (the same PCI
- * address: cuda:0 and NVIDIA's OpenCL opencl:1 on the H200 machine) are
- * one device to the plan: of each such group, only the view the model
- * expects to do the whole problem soonest (fixed + m * per_row; the
- * earlier in the caller's order on a tie) stays in, the others get no
- * rows. The two views are two driver contexts on one GPU: their blocks do
- * not add compute, they take turns on the same SMs and copy engines, and
- * the model, which sees two independent rates, would give the slower view
- * rows that only delay the faster one. On the H200 at 8192^3 the plan
- * gave opencl:1 31 rows and cuda:0 8161, and the split ran at 0.81x of
- * cuda:0 alone. Given weights are the caller's own plan and are kept. */
-static void keep_one_view_per_hardware(locus_context *context,
-                                       locus_device *const *devices,
-                                       size_t count, double m,
-                                       const double *fixed,
-                                       const double *per_row, bool *used)
-{
-    for (size_t i = 0; i < count; i++) {
-        for (size_t j = i + 1; used[i] && j < count; j++) {
-            if (!used[j] ||
-                !locus__device_same_hardware(devices[i], devices[j]))
-                continue;
-            double alone_i = fixed[i] + m * per_row[i];
-            double alone_j = fixed[j] + m * per_row[j];
-            size_t out = alone_j < alone_i ? i : j;
-            size_t kept = out == i ? j : i;
-            used[out] = false;
-            locus__log(context, LOCUS_LOG_INFO,
-                       "gemm split: %s and %s are one device (PCI %s); %s "
-                       "(alone %.3g s) planned out, %s (alone %.3g s) keeps "
-                       "the rows: two contexts on one GPU contend",
-                       devices[i]->info.selector, devices[j]->info.selector,
-                       devices[i]->info.pci_bus_id, devices[out]->info.selector,
-                       out == i ? alone_i : alone_j,
-                       devices[kept]->info.selector,
-                       kept == i ? alone_i : alone_j);
-        }
-    }
-}
-
-/* The default shares: the scheduler models a block of r rows on device i
- * as fixed_i + r * per_row_i (B moved whole is fixed; A's and C's rows and
- * the flops are per row), and the plan finds the finishing time T at which
- * the blocks that fit, max(0, (T - fixed_i) / per_row_i), add up to m: all
- * devices finish together, and a device whose fixed cost alone is past T
- * gets nothing. A plain proportional split by throughput would give a slow
- * device that must first move all of B far too many rows. */
-static locus_status model_shares(locus_context *context,
-                                 locus_device *const *devices, size_t count,
-                                 const locus_gemm_desc *desc, locus_buffer *b,
-                                 bool c_read, double *shares)
-{
-    double fixed[LOCUS__MAX_DEVICES], per_row[LOCUS__MAX_DEVICES];
-    double min_rows[LOCUS__MAX_DEVICES];
-    bool used[LOCUS__MAX_DEVICES];
-    double m = (double)desc->m;
-    for (size_t i = 0; i < count; i++) {
-        locus__sched_gemm_rows(context, devices[i], desc, b, c_read, &fixed[i],
-                               &per_row[i], &min_rows[i]);
-        if (!(per_row[i] > 0) || !isfinite(fixed[i]))
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "the scheduler's model of %s gives no rate; "
-                               "give weights",
-                               devices[i]->info.selector);
-        used[i] = true;
-    }
-    keep_one_view_per_hardware(context, devices, count, m, fixed, per_row,
-                               used);
-    /* A device whose block would be too small to keep its workers busy,
-     * and which would then finish after the others, is left out and the
-     * rest planned again: at most once per device. */
-    for (size_t round = 0; round <= count; round++) {
-        double low = INFINITY, high = 0;
-        for (size_t i = 0; i < count; i++) {
-            if (!used[i])
-                continue;
-            low = fixed[i] < low ? fixed[i] : low;
-            double alone = fixed[i] + m * per_row[i];
-            high = alone > high ? alone : high;
-        }
-        for (int step = 0; step < 100; step++) {
-            double t = 0.5 * (low + high), rows = 0;
-            for (size_t i = 0; i < count; i++)
-                if (used[i] && t > fixed[i])
-                    rows += (t - fixed[i]) / per_row[i];
-            if (rows < m)
-                low = t;
-            else
-                high = t;
-        }
-        size_t in_use = 0;
-        for (size_t i = 0; i < count; i++)
-            in_use += used[i];
-        bool dropped = false;
-        for (size_t i = 0; i < count; i++) {
-            shares[i] =
-                used[i] && high > fixed[i] ? (high - fixed[i]) / per_row[i] : 0;
-            bool too_few = shares[i] > 0 && shares[i] < min_rows[i];
-            if (too_few && in_use > 1 && !dropped &&
-                fixed[i] + min_rows[i] * per_row[i] > high) {
-                used[i] = false;
-                dropped = true;
-            }
-        }
-        if (!dropped)
-            break;
-    }
-    return LOCUS_SUCCESS;
-}
-
-/* rows[i] for devices[i]: the boundaries between blocks are the weights'
- * cumulative shares of m, rounded, so the rows add up to m whatever the
- * rounding, and a weight of 0 always gets 0 rows. */
-static locus_status plan_rows(locus_context *context,
-                              locus_device *const *devices, size_t count,
-                              const double *weights,
-                              const locus_gemm_desc *desc, locus_buffer *b,
-                              bool c_read, size_t *rows)
-{
-    size_t m = desc->m;
-    double modelled[LOCUS__MAX_DEVICES];
-    if (!weights) {
-        locus_status status =
-            model_shares(context, devices, count, desc, b, c_read, modelled);
-        if (status != LOCUS_SUCCESS)
-            return status;
-    }
-    double scaled[LOCUS__MAX_DEVICES];
-    double largest = 0;
-    for (size_t i = 0; i < count; i++) {
-        double w = weights ? weights[i] : modelled[i];
-        if (!isfinite(w) || w < 0)
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "weights[%zu] = %g: a weight is a finite "
-                               "number, 0 or more",
-                               i, w);
-        scaled[i] = w;
-        if (w > largest)
-            largest = w;
-    }
-    if (largest == 0)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "all %zu weights are 0: at least one device needs "
-                           "a positive weight",
-                           count);
-    /* Scaled to at most 1 each, so that the total cannot overflow. */
-    double total = 0;
-    for (size_t i = 0; i < count; i++) {
-        scaled[i] /= largest;
-        total += scaled[i];
-    }
-    double cumulative = 0;
-    size_t previous = 0;
-    for (size_t i = 0; i < count; i++) {
-        cumulative += scaled[i];
-        size_t boundary = m;
-        if (i + 1 < count) {
-            double at = floor((double)m * (cumulative / total) + 0.5);
-            boundary = at >= (double)m ? m : (size_t)at;
-            if (boundary < previous)
-                boundary = previous;
-        }
-        rows[i] = boundary - previous;
-        previous = boundary;
-    }
-    return LOCUS_SUCCESS;
-}
-
-/* The plan of a gemm that reads neither A nor B (alpha or k 0: C = beta C,
- * a pass over C) or does nothing (m or n 0): no split, whose transfers
- * would cost more than the pass, but all rows to one device, which then
- * runs locus_gemm's own case: the first host-memory device among those of
- * a positive weight (C is on the host: the split reads it there), else
- * the first of a positive weight. The weights are still checked. */
-static locus_status plan_whole(locus_device *const *devices, size_t count,
-                               const double *weights, size_t m, size_t *rows)
-{
-    size_t chosen = count;
-    for (size_t i = 0; i < count; i++) {
-        double w = weights ? weights[i] : 1.0;
-        if (!isfinite(w) || w < 0)
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "weights[%zu] = %g: a weight is a finite "
-                               "number, 0 or more",
-                               i, w);
-        if (w == 0)
-            continue;
-        if (chosen == count || (devices[i]->backend->table->host_memory &&
-                                !devices[chosen]->backend->table->host_memory))
-            chosen = i;
-    }
-    if (chosen == count)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "all %zu weights are 0: at least one device needs "
-                           "a positive weight",
-                           count);
-    for (size_t i = 0; i < count; i++)
-        rows[i] = i == chosen ? m : 0;
-    return LOCUS_SUCCESS;
-}
-
-/* Every check of a split call, then its plan. */
-static locus_status prepare(locus_context *context,
-                            locus_device *const *devices, size_t device_count,
-                            const double *weights, const locus_gemm_desc *desc,
-                            locus_buffer *a, locus_buffer *b, locus_buffer *c,
-                            const locus_record *record, split_plan *plan)
-{
-    /* A, B or C may be NULL when it holds no elements, as in locus_gemm
-     * (locus__gemm_check). */
-    if (!context || !devices || !desc)
-        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
-                           !context   ? "context"
-                           : !devices ? "devices"
-                                      : "desc");
-    locus_status status = check_devices(context, devices, device_count);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    status = locus__gemm_check(context, NULL, desc, a, b, c, record,
-                               &plan->desc, &plan->mn, &plan->mnk);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    locus_buffer *buffers[3] = {a, b, c};
-    static const char *const names[] = {"a", "b", "c"};
-    for (size_t i = 0; i < 3; i++)
-        if (buffers[i] && buffers[i]->context != context)
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "buffer %s belongs to another context",
-                               names[i]);
-    for (size_t i = 0; i < 2; i++)
-        if (c && buffers[i] && locus__buffers_overlap(c, buffers[i]))
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "c and %s %s; the output must not alias an "
-                               "input",
-                               names[i],
-                               c == buffers[i] ? "are the same buffer"
-                                               : "overlap in memory");
-    const locus_gemm_desc *d = &plan->desc;
-    if (locus__gemm_only_scales(d) || locus__gemm_does_nothing(d))
-        return plan_whole(devices, device_count, weights, d->m, plan->rows);
-    /* As locus_gemm: C is only written when beta is 0 and the op covers
-     * every byte of its buffer; otherwise its other bytes are kept. */
-    plan->c_write_only =
-        d->beta == 0.0 && d->ldc == d->n && plan->mn * FLOAT_BYTES == c->bytes;
-    plan->bytes = (double)FLOAT_BYTES *
-                  ((double)d->m * (double)d->k + (double)d->k * (double)d->n +
-                   (plan->c_write_only ? 1.0 : 2.0) * (double)plan->mn);
-    /* The host copies are pinned for each device that copies from them
-     * (as a first copy through locus__buffer_acquire would), before the
-     * plan, whose model assumes the pinned rates. */
-    for (size_t i = 0; i < device_count; i++)
-        if (!devices[i]->backend->table->host_memory)
-            for (size_t j = 0; j < 3; j++)
-                locus__buffer_pin_for(buffers[j], devices[i]);
-    return plan_rows(context, devices, device_count, weights, d, b,
-                     !plan->c_write_only, plan->rows);
-}
-
-LOCUS_API locus_status locus_gemm_split_rows(
-    locus_context *context, locus_device *const *devices, size_t device_count,
-    const double *weights, const locus_gemm_desc *desc, locus_buffer *a,
-    locus_buffer *b, locus_buffer *c, size_t *rows)
-{
-    locus__clear_error();
-    if (!rows)
-        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "rows is NULL");
-    split_plan plan;
-    locus_status status = prepare(context, devices, device_count, weights, desc,
-                                  a, b, c, NULL, &plan);
-    if (status == LOCUS_SUCCESS)
-        memcpy(rows, plan.rows, device_count * sizeof *rows);
-    return status;
-}
+/* ---- moving rows --------------------------------------------------------- */
 
 /* Host rows a transfer read or wrote, for the local/remote split: one
  * range when the rows are contiguous, else one per row, so the gaps
@@ -403,13 +87,13 @@ static void account_rows(split_part *part, const float *first, size_t rows,
 {
     uint64_t near = part->device->info.nearest_numa_mask;
     if (ld == cols) {
-        locus__account_transfer(&part->op, first, rows * cols * FLOAT_BYTES,
-                                near);
+        locus__account_transfer(&part->op, first,
+                                rows * cols * LOCUS__FLOAT_BYTES, near);
         return;
     }
     for (size_t r = 0; r < rows; r++)
-        locus__account_transfer(&part->op, first + r * ld, cols * FLOAT_BYTES,
-                                near);
+        locus__account_transfer(&part->op, first + r * ld,
+                                cols * LOCUS__FLOAT_BYTES, near);
 }
 
 /* Copies rows x cols floats stored with leading dimension from_ld into
@@ -418,7 +102,7 @@ static void copy_rows(float *to, size_t to_ld, const float *from,
                       size_t from_ld, size_t rows, size_t cols)
 {
     for (size_t r = 0; r < rows; r++)
-        memcpy(to + r * to_ld, from + r * from_ld, cols * FLOAT_BYTES);
+        memcpy(to + r * to_ld, from + r * from_ld, cols * LOCUS__FLOAT_BYTES);
 }
 
 /* New device memory holding the rows x cols floats stored at host with
@@ -429,7 +113,7 @@ static locus_status upload_block(split_part *part, const float *host,
                                  size_t rows, size_t cols, size_t ld,
                                  const char *what, void **memory)
 {
-    size_t bytes = rows * cols * FLOAT_BYTES;
+    size_t bytes = rows * cols * LOCUS__FLOAT_BYTES;
     const float *tight = host;
     float *packed = NULL;
     if (ld != cols) {
@@ -468,7 +152,7 @@ static locus_status compute_on_host(split_part *part)
                                    : job->a + part->row_begin * desc->lda;
     float *c = job->c + part->row_begin * desc->ldc;
     if (job->transaction) {
-        part->host_c = locus__malloc(part->rows * desc->n * FLOAT_BYTES);
+        part->host_c = locus__malloc(part->rows * desc->n * LOCUS__FLOAT_BYTES);
         if (!part->host_c)
             return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                "%zu x %zu block of c for %s", part->rows,
@@ -535,15 +219,15 @@ static locus_status compute_on_device(split_part *part)
         status = upload_block(part, c_host, rows, n, desc->ldc, "c",
                               &part->device_c);
     else
-        status = locus__device_alloc(part->device, rows * n * FLOAT_BYTES,
-                                     &part->device_c);
+        status = locus__device_alloc(
+            part->device, rows * n * LOCUS__FLOAT_BYTES, &part->device_c);
     sub.ldc = n;
     if (status != LOCUS_SUCCESS)
         goto free_b;
     if (desc->ldc != n) {
         /* Staging for the download, made now: once the blocks are being
          * written back, nothing that can be avoided should fail. */
-        part->host_c = locus__malloc(rows * n * FLOAT_BYTES);
+        part->host_c = locus__malloc(rows * n * LOCUS__FLOAT_BYTES);
         if (!part->host_c) {
             status = locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                  "%zu x %zu staging of c for %s", rows, n,
@@ -575,7 +259,7 @@ static locus_status write_back(split_part *part)
     float *target = part->host_c ? part->host_c : c;
     locus_status status =
         locus__device_download(part->device, part->device_c, target,
-                               rows * n * FLOAT_BYTES, &part->op);
+                               rows * n * LOCUS__FLOAT_BYTES, &part->op);
     if (status != LOCUS_SUCCESS)
         return status;
     if (part->host_c)
@@ -634,40 +318,54 @@ static void *part_thread(void *arg)
 
 /* ---- the call ------------------------------------------------------------ */
 
-/* Buffers locked in address order, as ops.c does, so that ops taking the
- * same buffers in other roles cannot deadlock with this one. */
-static void lock_buffers(locus_buffer **buffers, const bool *write,
-                         size_t count, bool locking)
+/* The blocks of the devices given rows, in the caller's order. */
+static locus_status make_parts(split_job *job, locus_device *const *devices,
+                               const size_t *rows, size_t count)
 {
-    size_t order[3] = {0, 1, 2};
-    for (size_t i = 1; i < count; i++)
-        for (size_t j = i; j > 0 && (uintptr_t)buffers[order[j - 1]] >
-                                        (uintptr_t)buffers[order[j]];
-             j--) {
-            size_t t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+    size_t part_count = 0, row = 0;
+    for (size_t i = 0; i < count; i++)
+        part_count += rows[i] > 0;
+    /* On the heap: a block's error detail alone is 2 KiB, and the caller's
+     * thread may have a small stack. */
+    job->parts = locus__calloc(part_count, sizeof *job->parts);
+    if (!job->parts)
+        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
+                           "state of a split over %zu devices", part_count);
+    job->part_count = part_count;
+    part_count = 0;
     for (size_t i = 0; i < count; i++) {
-        locus_buffer *buffer = buffers[order[i]];
-        if (i > 0 && buffer == buffers[order[i - 1]])
-            continue; /* a == b: held once */
-        int rc = !locking          ? pthread_rwlock_unlock(&buffer->use_lock)
-                 : write[order[i]] ? pthread_rwlock_wrlock(&buffer->use_lock)
-                                   : pthread_rwlock_rdlock(&buffer->use_lock);
-        must(rc, "pthread_rwlock");
+        if (rows[i] > 0) {
+            split_part *part = &job->parts[part_count++];
+            part->job = job;
+            part->device = devices[i];
+            part->index = i;
+            part->row_begin = row;
+            part->rows = rows[i];
+            part->on_host = devices[i]->backend->table->host_memory != 0;
+            locus_record_init(&part->record);
+            part->op.record = &part->record;
+            part->op.runtime_private = &job->run.account;
+        }
+        row += rows[i];
     }
+    job->transaction = job->part_count > 1;
+    return LOCUS_SUCCESS;
 }
 
-/* The host copy as a device: what locus__buffer_acquire and
- * locus__buffer_written_on need to make host copies current and mark them
- * so, whether or not the context has loaded the CPU backend. */
-static const locus_backend host_table = {
-    .struct_size = sizeof(locus_backend),
-    .abi_version = LOCUS_BACKEND_ABI_VERSION,
-    .name = "host",
-    .host_memory = 1,
-};
+static void log_shares(const split_job *job, const double *weights)
+{
+    char shares[512] = "";
+    for (size_t p = 0, used = 0; p < job->part_count && used < sizeof shares;
+         p++) {
+        int n = snprintf(shares + used, sizeof shares - used, "%s%s %zu",
+                         p ? ", " : "", job->parts[p].device->info.selector,
+                         job->parts[p].rows);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    locus__log(job->run.context, LOCUS_LOG_INFO,
+               "gemm split of %zu rows (%s): %s", job->desc.m,
+               weights ? "weights given" : "the cost model's", shares);
+}
 
 /* "cuda:0+cpu": the devices given rows, in the caller's order; "..." ends
  * a name cut short. */
@@ -687,199 +385,179 @@ static void join_selectors(const split_part *parts, size_t count, char *text,
     }
 }
 
-LOCUS_API locus_status locus_gemm_split(
-    locus_context *context, locus_device *const *devices, size_t device_count,
-    const double *weights, const locus_gemm_desc *desc, locus_buffer *a,
-    locus_buffer *b, locus_buffer *c, locus_record *record)
+/* The first host device's block runs on the calling thread, as does the
+ * first block when no device computes on the host. */
+static void put_host_part_first(split_job *job)
 {
-    locus__clear_error();
-    split_plan plan;
-    locus_status status = prepare(context, devices, device_count, weights, desc,
-                                  a, b, c, record, &plan);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    split_job job = {.context = context, .desc = plan.desc};
-    const size_t *rows = plan.rows;
-    locus_buffer *buffers[3] = {a, b, c};
-
-    /* The blocks, the first host device's first: it runs on this thread,
-     * as does the first block when no device computes on the host. */
-    size_t part_count = 0, row = 0;
-    for (size_t i = 0; i < device_count; i++)
-        part_count += rows[i] > 0;
-    /* A plan that gives every row to one device is that device's own
-     * gemm: no thread, no block temporaries, and the operands stay where
-     * its ordinary op keeps them (on the H200 the split's own cost made
-     * cuda:0 + cpu, the CPU planned out, 0.77-0.98x cuda:0 alone). */
-    for (size_t i = 0; part_count <= 1 && i < device_count; i++)
-        if (rows[i] == plan.desc.m) {
-            locus__log(context, LOCUS_LOG_INFO,
-                       "gemm split of %zu rows: all to %s, its own gemm",
-                       plan.desc.m, devices[i]->info.selector);
-            return locus_gemm(context, devices[i], desc, a, b, c, record);
-        }
-    /* On the heap: a block's error detail alone is 2 KiB, and the caller's
-     * thread may have a small stack. */
-    split_part *parts = locus__calloc(part_count, sizeof *parts);
-    if (!parts)
-        return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
-                           "state of a split over %zu devices", part_count);
-    part_count = 0;
-    for (size_t i = 0; i < device_count; i++) {
-        if (rows[i] > 0) {
-            split_part *part = &parts[part_count++];
-            part->job = &job;
-            part->device = devices[i];
-            part->index = i;
-            part->row_begin = row;
-            part->rows = rows[i];
-            part->on_host = devices[i]->backend->table->host_memory != 0;
-            locus_record_init(&part->record);
-            part->op.record = &part->record;
-            part->op.runtime_private = &job.account;
-        }
-        row += rows[i];
-    }
-    char shares[512] = "";
-    for (size_t p = 0, used = 0; p < part_count && used < sizeof shares; p++) {
-        int n = snprintf(shares + used, sizeof shares - used, "%s%s %zu",
-                         p ? ", " : "", parts[p].device->info.selector,
-                         parts[p].rows);
-        used += n > 0 ? (size_t)n : 0;
-    }
-    locus__log(context, LOCUS_LOG_INFO, "gemm split of %zu rows (%s): %s",
-               job.desc.m, weights ? "weights given" : "the cost model's",
-               shares);
-    char selectors[sizeof record->device];
-    join_selectors(parts, part_count, selectors, sizeof selectors);
-    for (size_t p = 1; p < part_count; p++)
+    split_part *parts = job->parts;
+    for (size_t p = 1; p < job->part_count; p++)
         if (parts[p].on_host && !parts[0].on_host) {
             split_part first = parts[p];
             memmove(&parts[1], &parts[0], p * sizeof parts[0]);
             parts[0] = first;
             break;
         }
-    job.transaction = part_count > 1;
+}
 
-    bool c_write_only = plan.c_write_only;
-    bool write[3] = {false, false, true};
-    locus__backend_slot host_slot = {.name = "host", .table = &host_table};
-    locus_device host_view = {.context = context, .backend = &host_slot};
-    snprintf(host_view.info.selector, sizeof host_view.info.selector, "host");
-
-    locus_record full;
-    locus_record_init(&full);
-    snprintf(full.op, sizeof full.op, "gemm");
-    snprintf(full.device, sizeof full.device, "%s", selectors);
-    snprintf(full.algorithm, sizeof full.algorithm, "split");
-    snprintf(full.chosen_by, sizeof full.chosen_by, "caller");
-    full.flops = 2.0 * (double)plan.mnk;
-    full.bytes = (uint64_t)plan.bytes;
-    locus_op_context main_op = {.record = &full,
-                                .runtime_private = &job.account};
-
-    status =
-        locus__account_begin(&job.account, &context->topology, context->pool);
-    if (status != LOCUS_SUCCESS)
-        goto free_parts;
-    locus__account_use_buffers(&job.account, buffers, 3);
-    int rc = pthread_mutex_init(&job.lock, NULL);
+static locus_status init_sync(split_job *job)
+{
+    int rc = pthread_mutex_init(&job->lock, NULL);
+    if (rc != 0)
+        return locus__fail(LOCUS_ERROR_SYSTEM, "split mutex: %s", strerror(rc));
+    rc = pthread_cond_init(&job->reported_cond, NULL);
     if (rc != 0) {
-        status =
-            locus__fail(LOCUS_ERROR_SYSTEM, "split mutex: %s", strerror(rc));
-        goto release_account;
+        must(pthread_mutex_destroy(&job->lock), "pthread_mutex_destroy");
+        return locus__fail(LOCUS_ERROR_SYSTEM, "split condition: %s",
+                           strerror(rc));
     }
-    rc = pthread_cond_init(&job.reported_cond, NULL);
-    if (rc != 0) {
-        status = locus__fail(LOCUS_ERROR_SYSTEM, "split condition: %s",
-                             strerror(rc));
-        goto destroy_mutex;
-    }
-    job.b_buffer = b;
-    double started = locus__now_seconds();
-    lock_buffers(buffers, write, 3, true);
-    void *host[3];
-    locus__access access[3] = {LOCUS__READ, LOCUS__READ,
-                               c_write_only ? LOCUS__WRITE : LOCUS__READ_WRITE};
-    for (size_t i = 0; i < 3 && status == LOCUS_SUCCESS; i++)
-        status = locus__buffer_acquire(buffers[i], &host_view, access[i],
-                                       &main_op, &host[i]);
-    if (status != LOCUS_SUCCESS)
-        goto unlock;
-    job.a = host[0];
-    job.b = host[1];
-    job.c = host[2];
+    return LOCUS_SUCCESS;
+}
 
-    job.expected = part_count;
-    for (size_t p = 1; p < part_count; p++) {
-        rc = pthread_create(&parts[p].thread, NULL, part_thread, &parts[p]);
+static void destroy_sync(split_job *job)
+{
+    must(pthread_cond_destroy(&job->reported_cond), "pthread_cond_destroy");
+    must(pthread_mutex_destroy(&job->lock), "pthread_mutex_destroy");
+}
+
+/* A thread for every block but the first; a block whose thread cannot
+ * start has failed, and the others stop waiting for it. */
+static void start_threads(split_job *job)
+{
+    job->expected = job->part_count;
+    for (size_t p = 1; p < job->part_count; p++) {
+        split_part *part = &job->parts[p];
+        int rc = pthread_create(&part->thread, NULL, part_thread, part);
         if (rc == 0) {
-            parts[p].started = true;
+            part->started = true;
             continue;
         }
-        parts[p].status = LOCUS_ERROR_SYSTEM;
-        snprintf(parts[p].error, sizeof parts[p].error,
-                 "cannot start its thread: %s", strerror(rc));
-        must(pthread_mutex_lock(&job.lock), "pthread_mutex_lock");
-        job.expected--;
-        job.any_failed = true;
-        must(pthread_cond_broadcast(&job.reported_cond),
+        part->status = LOCUS_ERROR_SYSTEM;
+        snprintf(part->error, sizeof part->error, "cannot start its thread: %s",
+                 strerror(rc));
+        must(pthread_mutex_lock(&job->lock), "pthread_mutex_lock");
+        job->expected--;
+        job->any_failed = true;
+        must(pthread_cond_broadcast(&job->reported_cond),
              "pthread_cond_broadcast");
-        must(pthread_mutex_unlock(&job.lock), "pthread_mutex_unlock");
+        must(pthread_mutex_unlock(&job->lock), "pthread_mutex_unlock");
     }
-    run_part(&parts[0]);
-    for (size_t p = 1; p < part_count; p++)
-        if (parts[p].started)
-            must(pthread_join(parts[p].thread, NULL), "pthread_join");
+}
 
-    /* The first failure in the caller's order of devices. */
+static void join_threads(split_job *job)
+{
+    for (size_t p = 1; p < job->part_count; p++)
+        if (job->parts[p].started)
+            must(pthread_join(job->parts[p].thread, NULL), "pthread_join");
+}
+
+/* The blocks' transfers and workspace summed into the op's record, and the
+ * op's status: the first failure in the caller's order of devices. */
+static locus_status gather_blocks(split_job *job)
+{
+    locus_record *full = &job->run.record;
     const split_part *failed = NULL;
-    bool computed = !job.any_failed;
-    for (size_t p = 0; p < part_count; p++) {
-        const split_part *part = &parts[p];
-        full.bytes_to_device += part->record.bytes_to_device;
-        full.bytes_from_device += part->record.bytes_from_device;
-        full.workspace_bytes += part->record.workspace_bytes;
+    bool computed = !job->any_failed;
+    for (size_t p = 0; p < job->part_count; p++) {
+        const split_part *part = &job->parts[p];
+        full->bytes_to_device += part->record.bytes_to_device;
+        full->bytes_from_device += part->record.bytes_from_device;
+        full->workspace_bytes += part->record.workspace_bytes;
         if (part->status != LOCUS_SUCCESS &&
             (!failed || part->index < failed->index))
             failed = part;
     }
-    if (failed) {
-        status = locus__fail(
-            failed->status, "gemm split: %s (rows %zu to %zu of %zu) %s: %s",
-            failed->device->info.selector, failed->row_begin,
-            failed->row_begin + failed->rows - 1, job.desc.m,
-            computed ? "failed writing its rows back" : "failed",
-            failed->error);
-        /* Some rows may have been written (in the write-back, or by a lone
-         * host block computing in place): the host copy is no longer to be
-         * trusted where another copy is current. */
-        if (computed || (!job.transaction && parts[0].on_host))
-            locus__buffer_failed_on(c, &host_view);
-    } else {
-        locus__buffer_written_on(c, &host_view);
+    if (!failed)
+        return LOCUS_SUCCESS;
+    /* Some rows may have been written (in the write-back, or by a lone
+     * host block computing in place): the host copy is then no longer to
+     * be trusted where another copy is current. Otherwise C is as it was. */
+    job->run.outputs_untouched =
+        !computed && (job->transaction || !job->parts[0].on_host);
+    return locus__fail(
+        failed->status, "gemm split: %s (rows %zu to %zu of %zu) %s: %s",
+        failed->device->info.selector, failed->row_begin,
+        failed->row_begin + failed->rows - 1, job->desc.m,
+        computed ? "failed writing its rows back" : "failed", failed->error);
+}
+
+/* The op's life cycle around the blocks: the host copies made current and
+ * locked, the blocks run, C marked written there, the record. */
+static locus_status run_blocks(split_job *job, const locus__split_plan *plan,
+                               locus_record *out)
+{
+    locus__op_run *run = &job->run;
+    locus_status status = locus__op_begin(run);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    join_selectors(job->parts, job->part_count, run->record.device,
+                   sizeof run->record.device);
+    locus_copy_name(run->record.algorithm, sizeof run->record.algorithm,
+                    "split");
+    run->record.flops = 2.0 * (double)plan->mnk;
+    run->record.bytes = (uint64_t)plan->bytes;
+    job->a = run->operands[0].memory;
+    job->b = run->operands[1].memory;
+    job->c = run->operands[2].memory;
+    put_host_part_first(job);
+    start_threads(job);
+    run_part(&job->parts[0]);
+    join_threads(job);
+    return locus__op_end(run, gather_blocks(job), out);
+}
+
+/* A plan that gives every row to one device is that device's own gemm: no
+ * thread, no block temporaries, and the operands stay where its ordinary
+ * op keeps them (a split's own cost made it slower than the device
+ * alone). The device's index, or count when the plan splits. */
+static size_t sole_device(const locus__split_plan *plan, size_t count)
+{
+    size_t given = 0;
+    for (size_t i = 0; i < count; i++)
+        given += plan->rows[i] > 0;
+    for (size_t i = 0; given <= 1 && i < count; i++)
+        if (plan->rows[i] == plan->desc.m)
+            return i;
+    return count;
+}
+
+LOCUS_API locus_status locus_gemm_split(
+    locus_context *context, locus_device *const *devices, size_t device_count,
+    const double *weights, const locus_gemm_desc *desc, locus_buffer *a,
+    locus_buffer *b, locus_buffer *c, locus_record *record)
+{
+    locus__clear_error();
+    locus__split_plan plan;
+    locus_status status = locus__split_prepare(
+        context, devices, device_count, weights, desc, a, b, c, record, &plan);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    size_t sole = sole_device(&plan, device_count);
+    if (sole < device_count) {
+        locus__log(context, LOCUS_LOG_INFO,
+                   "gemm split of %zu rows: all to %s, its own gemm",
+                   plan.desc.m, devices[sole]->info.selector);
+        return locus_gemm(context, devices[sole], desc, a, b, c, record);
     }
-unlock:
-    lock_buffers(buffers, write, 3, false);
-    full.seconds = locus__now_seconds() - started;
-    must(pthread_cond_destroy(&job.reported_cond), "pthread_cond_destroy");
-destroy_mutex:
-    must(pthread_mutex_destroy(&job.lock), "pthread_mutex_destroy");
-release_account:
-    if (status == LOCUS_SUCCESS && context->topology.is_this_system) {
-        locus__account_result account;
-        locus__account_finish(&job.account, &account);
-        full.local_bytes = account.local_bytes;
-        full.remote_bytes = account.remote_bytes;
-        full.provenance = account.provenance;
-    }
-    locus__account_release(&job.account);
+    split_job job = {
+        .run = {.context = context,
+                .type = &locus__gemm_op,
+                .choice = {.chosen_by = LOCUS__CHOSEN_BY_CALLER}},
+        .desc = plan.desc,
+        .b_buffer = b,
+    };
+    job.run.operands[0] = (locus__operand){a, LOCUS__READ, NULL};
+    job.run.operands[1] = (locus__operand){b, LOCUS__READ, NULL};
+    job.run.operands[2] = (locus__operand){
+        c, plan.c_write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
+    status = make_parts(&job, devices, plan.rows, device_count);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    log_shares(&job, weights);
+    status = init_sync(&job);
     if (status == LOCUS_SUCCESS) {
-        locus__record_append(context, &full);
-        if (record)
-            locus__record_copy_out(record, &full);
+        status = run_blocks(&job, &plan, record);
+        destroy_sync(&job);
     }
-free_parts:
-    free(parts);
+    free(job.parts);
     return status;
 }
