@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "bench_svg.h"
 #include "cli.h"
 #include "progress.h"
 #include "table.h"
@@ -45,6 +46,7 @@ void bench_usage(FILE *out)
         "  --seed N       seed of the random inputs (default: from the "
         "clock)\n"
         "  --json         results as JSON on stdout\n"
+        "  --svg FILE     the results on each device's roofline, as SVG\n"
         "  -h, --help     this text\n"
         "\n"
         "sizes (K, M and G multiply a number by 2^10, 2^20, 2^30):\n"
@@ -316,10 +318,12 @@ typedef enum value_option {
     OPTION_MATH,
     OPTION_ALGO,
     OPTION_SEED,
+    OPTION_SVG,
 } value_option;
 
 static const char *const value_option_names[] = {
-    "--device", "--size", "--repeat", "--math", "--algo", "--seed", NULL};
+    "--device", "--size", "--repeat", "--math",
+    "--algo",   "--seed", "--svg",    NULL};
 
 /* Applies one option; returns -1, or EXIT_USAGE after a bad value. */
 static int apply_value_option(bench_request *request, value_option option,
@@ -374,6 +378,12 @@ static int apply_value_option(bench_request *request, value_option option,
         }
         request->seed = number;
         request->seed_given = true;
+        break;
+    case OPTION_SVG:
+        if (value[0] == '\0') {
+            return BENCH_USAGE_ERROR("--svg needs a file");
+        }
+        request->svg_path = value;
         break;
     }
     return -1;
@@ -616,6 +626,11 @@ int bench_command(int argc, char **argv)
     if (!request->json) {
         print_devices(devices, device_count);
     }
+    svg_writer svg;
+    if (request->svg_path && !bench_svg_open(&svg, request->svg_path)) {
+        exit_status = EXIT_FAILURE;
+        goto destroy_context;
+    }
     bench_outcome outcome = {.results = NULL};
     run_everything(context, request, devices, device_count, &outcome);
     if (request->json) {
@@ -632,6 +647,10 @@ int bench_command(int argc, char **argv)
                 "locus bench: nothing was measured: %s %s on %s: %s%s\n",
                 skip->op, skip->shape, skip->device, skip->reason,
                 outcome.skip_count > 1 ? " (and the other runs refused)" : "");
+        exit_status = EXIT_FAILURE;
+    }
+    if (request->svg_path &&
+        !bench_svg_write(&svg, request, &outcome, devices, device_count)) {
         exit_status = EXIT_FAILURE;
     }
     free(outcome.results);

@@ -133,6 +133,7 @@ typedef struct bench_request {
     bool seed_given;
     uint64_t seed;
     bool json;
+    const char *svg_path; /* --svg FILE; NULL: no picture */
     bench_shape shapes[MAX_SHAPES];
     size_t shape_count;
     char size_problem[160]; /* why a --size value was refused */

@@ -1,8 +1,8 @@
 /* `locus numa`: what the NUMA machine looks like and how it behaves. The
  * facts are gathered first into a numa_view (numa.c), measured
  * (numa_measure.c) and read from the kernel (numa_system.c), judged
- * (numa_findings.c), then written as tables, JSON or SVG (numa_report.c),
- * so that every form shows the same facts. */
+ * (numa_findings.c), then written as tables and JSON (numa_report.c) or
+ * SVG (numa_svg.c), so that every form shows the same facts. */
 #ifndef LOCUS_TOOL_NUMA_H
 #define LOCUS_TOOL_NUMA_H
 
@@ -148,6 +148,7 @@ void numa_add_finding(numa_view *view, const char *kind, const char *format,
 /* numa_report.c */
 void numa_write_text(const numa_view *view);
 void numa_write_json(const numa_view *view, FILE *out);
+/* numa_svg.c: false after saying why on stderr. */
 bool numa_write_svg(const numa_view *view, const char *path);
 
 #endif

@@ -1,6 +1,7 @@
-/* `locus numa`: the gathered facts as tables for people, JSON for scripts
- * and an SVG heat map. Figures that could not be had are shown as such
- * ("-" in tables, null in JSON) with the reason, never as zeros. */
+/* `locus numa`: the gathered facts as tables for people and JSON for
+ * scripts (the SVG heat maps are numa_svg.c's). Figures that could not be
+ * had are shown as such ("-" in tables, null in JSON) with the reason,
+ * never as zeros. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,103 +570,4 @@ void numa_write_json(const numa_view *view, FILE *out)
     json_end_array(&json);
     json_end_object(&json);
     json_finish(&json);
-}
-
-/* ---- SVG ----------------------------------------------------------------- */
-
-#define CELL 56
-#define MARGIN 48
-
-/* One heat map at x0: darker is better (higher bandwidth, lower latency);
- * an unmeasured cell is grey with a dash. */
-static void svg_heat_map(FILE *svg, const numa_view *view, int x0,
-                         const char *title, const double *values,
-                         bool higher_is_better, const char *format)
-{
-    size_t n = view->node_count;
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t k = 0; k < n * n; k++)
-        if (!isnan(values[k])) {
-            lo = values[k] < lo ? values[k] : lo;
-            hi = values[k] > hi ? values[k] : hi;
-        }
-    fprintf(svg, "<text x='%d' y='20' font-weight='bold'>%s</text>\n", x0,
-            title);
-    fprintf(svg,
-            "<text x='%d' y='%d' font-size='11'>rows: threads' node; "
-            "columns: memory's node</text>\n",
-            x0, 36);
-    for (size_t i = 0; i < n; i++) {
-        int y = MARGIN + (int)i * CELL;
-        fprintf(svg, "<text x='%d' y='%d' text-anchor='end'>%d</text>\n",
-                x0 + 30, y + CELL / 2 + 4, view->nodes[i].info.os_index);
-        fprintf(svg, "<text x='%d' y='%d' text-anchor='middle'>%d</text>\n",
-                x0 + 36 + (int)i * CELL + CELL / 2, MARGIN + (int)n * CELL + 16,
-                view->nodes[i].info.os_index);
-        for (size_t j = 0; j < n; j++) {
-            double v = values[i * n + j];
-            int x = x0 + 36 + (int)j * CELL;
-            if (isnan(v)) {
-                fprintf(svg,
-                        "<rect x='%d' y='%d' width='%d' height='%d' "
-                        "fill='#ddd' stroke='#fff'/><text x='%d' y='%d' "
-                        "text-anchor='middle'>-</text>\n",
-                        x, y, CELL, CELL, x + CELL / 2, y + CELL / 2 + 4);
-                continue;
-            }
-            double t = hi > lo ? (v - lo) / (hi - lo) : 1.0;
-            if (!higher_is_better)
-                t = 1.0 - t;
-            int shade = (int)(235 - 180 * t);
-            char label[32];
-            snprintf(label, sizeof label, format, v);
-            fprintf(svg,
-                    "<rect x='%d' y='%d' width='%d' height='%d' "
-                    "fill='rgb(%d,%d,255)' stroke='#fff'/><text x='%d' y='%d' "
-                    "text-anchor='middle' fill='%s'>%s</text>\n",
-                    x, y, CELL, CELL, shade, shade, x + CELL / 2,
-                    y + CELL / 2 + 4, t > 0.6 ? "#fff" : "#000", label);
-        }
-    }
-}
-
-bool numa_write_svg(const numa_view *view, const char *path)
-{
-    FILE *svg = fopen(path, "w");
-    if (!svg) {
-        fprintf(stderr, "locus numa: cannot write the svg file \"%s\"\n", path);
-        return false;
-    }
-    size_t n = view->node_count;
-    int map_width = 36 + (int)n * CELL + 40;
-    int maps = view->bandwidth_gbps ? 2 : 1;
-    int width = maps * map_width + 20;
-    int height = MARGIN + (int)n * CELL + 60;
-    fprintf(svg,
-            "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
-            "font-family='sans-serif' font-size='12'>\n",
-            width < 360 ? 360 : width, height);
-    if (view->bandwidth_gbps) {
-        svg_heat_map(svg, view, 10, "read bandwidth, GB/s",
-                     view->bandwidth_gbps, true, "%.1f");
-        svg_heat_map(svg, view, 10 + map_width, "latency, ns per load",
-                     view->latency_ns, false, "%.0f");
-    } else {
-        double *distances = xmalloc(n * n * sizeof(double));
-        for (size_t k = 0; k < n * n; k++)
-            distances[k] = view->distances[k] ? view->distances[k] : NAN;
-        svg_heat_map(svg, view, 10, "NUMA distances (not measured)", distances,
-                     false, "%.0f");
-        free(distances);
-        fprintf(svg, "<text x='10' y='%d' font-size='11'>%s%s</text>\n",
-                height - 8,
-                view->not_measured[0] ? "not measured: " : "not measured",
-                view->not_measured);
-    }
-    fputs("</svg>\n", svg);
-    bool ok = fclose(svg) == 0;
-    if (!ok)
-        fprintf(stderr, "locus numa: writing the svg file \"%s\" failed\n",
-                path);
-    return ok;
 }
