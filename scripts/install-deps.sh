@@ -15,7 +15,8 @@
 #   the MPI examples and the mpi suite (docs/MPI.md), numactl, hwloc and
 #   clinfo to look at the machine, and clang with libFuzzer
 #   (libclang-rt-dev) and valgrind for CI's fuzz and valgrind stages
-#   (docs/RELIABILITY.md).
+#   (docs/RELIABILITY.md), and librsvg2-bin, whose rsvg-convert draws the
+#   cli-svg-*-render tests' pictures to PNG (docs/PICTURES.md).
 # The CUDA toolkit is never installed: where /usr/local/cuda/bin/nvcc
 # exists, the CUDA module is built as well.
 set -eu
@@ -25,7 +26,7 @@ build_packages="build-essential meson ninja-build pkg-config python3
   libopenblas-dev libdnnl-dev"
 test_packages="clang-format qemu-system-x86 busybox-static
   openmpi-bin libopenmpi-dev numactl hwloc clinfo
-  clang libclang-rt-dev valgrind"
+  clang libclang-rt-dev valgrind librsvg2-bin"
 case "${1:-all}" in
 build) packages=$build_packages ;;
 test | all) packages="$build_packages $test_packages" ;;
