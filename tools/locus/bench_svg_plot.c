@@ -162,7 +162,7 @@ static bool boxes_overlap(const box *a, const box *b)
 static void draw_point_label(svg_writer *svg, const plot *g, double x, double y,
                              size_t number, box *placed, size_t *placed_count)
 {
-    char text[16];
+    char text[24];
     snprintf(text, sizeof text, "%zu", number);
     double w = svg_text_width(text, LABEL_SIZE, false);
     double up = LABEL_SIZE * SVG_ASCENT, down = LABEL_SIZE * SVG_DESCENT;
