@@ -133,22 +133,24 @@ _Static_assert(sizeof(locus__rates) ==
  * a measurement: the writer (holding calibration_lock) makes the sequence
  * odd, stores, and makes it even again; a reader that saw it odd, or
  * changed, copies again. Every word is read and written atomically, so
- * there is no data race for the sanitizers to find either. */
+ * there is no data race for the sanitizers to find either, and with
+ * release stores and acquire loads rather than fences (which TSan does
+ * not model): a reader that sees one new word then sees the odd sequence
+ * after it. On x86-64 these are plain moves. */
 static void publish(locus_device *device, const locus__rates *rates,
                     locus__rates_source source)
 {
     unsigned sequence =
         __atomic_load_n(&device->rates_sequence, __ATOMIC_RELAXED);
     __atomic_store_n(&device->rates_sequence, sequence + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
 #define STORE_FIELD(name)                                                      \
     {                                                                          \
         double value = rates->name;                                            \
-        __atomic_store(&device->rates.name, &value, __ATOMIC_RELAXED);         \
+        __atomic_store(&device->rates.name, &value, __ATOMIC_RELEASE);         \
     }
     RATE_FIELDS(STORE_FIELD)
 #undef STORE_FIELD
-    __atomic_store_n(&device->rates_source, (int)source, __ATOMIC_RELAXED);
+    __atomic_store_n(&device->rates_source, (int)source, __ATOMIC_RELEASE);
     __atomic_store_n(&device->rates_sequence, sequence + 2, __ATOMIC_RELEASE);
 }
 
@@ -163,11 +165,10 @@ static locus__rates_source copy_out(const locus_device *device,
             continue;
         }
 #define LOAD_FIELD(name)                                                       \
-    __atomic_load(&device->rates.name, &out->name, __ATOMIC_RELAXED);
+    __atomic_load(&device->rates.name, &out->name, __ATOMIC_ACQUIRE);
         RATE_FIELDS(LOAD_FIELD)
 #undef LOAD_FIELD
-        int source = __atomic_load_n(&device->rates_source, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        int source = __atomic_load_n(&device->rates_source, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&device->rates_sequence, __ATOMIC_RELAXED) ==
             before)
             return (locus__rates_source)source;
@@ -223,8 +224,9 @@ static locus_device *whole_cpu_of(locus_context *context,
 /* A node's part of the CPU computes and reads memory at its share of the
  * workers' rate, and starts and wakes as the whole does: what the whole's
  * measurement says of it until it is calibrated itself. Probing each node
- * separately would cost as many probes as nodes (65 devices on a 64-node
- * described topology) for devices the model rarely prefers. */
+ * separately would cost as many probes as nodes (62 of the 63 devices a
+ * context holds on a 64-node described topology) for devices the model
+ * rarely prefers. */
 static locus__rates_source derive(const locus_device *whole,
                                   const locus__rates *whole_rates,
                                   locus__rates_source whole_source,
@@ -346,12 +348,12 @@ bool locus__probe_would_help(locus_context *context, locus_device *device)
         return false;
     ensure_looked_up(context, device);
     ensure_looked_up(context, whole);
-    if (source_of(device) > LOCUS__RATES_DERIVED)
-        return false; /* a node's part calibrated on its own */
-    pthread_mutex_lock(&context->calibration_lock);
-    bool help = !whole->probe_tried && source_of(whole) == LOCUS__RATES_NOMINAL;
-    pthread_mutex_unlock(&context->calibration_lock);
-    return help;
+    /* Read without the lock: this is asked at every choice not
+     * remembered, and a stale answer only costs a look under the lock in
+     * locus__probe. */
+    return source_of(device) <= LOCUS__RATES_DERIVED && /* not calibrated */
+           source_of(whole) == LOCUS__RATES_NOMINAL &&
+           !__atomic_load_n(&whole->probe_tried, __ATOMIC_ACQUIRE);
 }
 
 bool locus__probe(locus_context *context, locus_device *device)
@@ -365,10 +367,11 @@ bool locus__probe(locus_context *context, locus_device *device)
     ensure_looked_up(context, whole);
     bool changed = false;
     pthread_mutex_lock(&context->calibration_lock);
-    if (!whole->probe_tried && source_of(whole) == LOCUS__RATES_NOMINAL) {
+    if (!__atomic_load_n(&whole->probe_tried, __ATOMIC_RELAXED) &&
+        source_of(whole) == LOCUS__RATES_NOMINAL) {
         /* Once: a probe that failed, or found the lock held by a stuck
          * process, is not worth its cost again at every op. */
-        whole->probe_tried = true;
+        __atomic_store_n(&whole->probe_tried, true, __ATOMIC_RELEASE);
         double started = locus__now_seconds();
         locus__rates rates;
         bool kept;

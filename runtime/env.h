@@ -83,7 +83,7 @@ typedef struct locus__setting_text {
 
 /* LOCUS_CALIBRATION: where the cost model's figures come from. */
 typedef enum locus__calibration_mode {
-    LOCUS__CALIBRATION_AUTO = 0,  /* the cache, else measured at first use */
+    LOCUS__CALIBRATION_AUTO = 0,  /* the cache, else nominal or a probe */
     LOCUS__CALIBRATION_NOMINAL,   /* built-in figures, nothing measured */
     LOCUS__CALIBRATION_REMEASURE, /* measured at first use, cache rewritten */
 } locus__calibration_mode;

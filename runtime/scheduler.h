@@ -76,7 +76,8 @@ void locus__choice_to_record(const locus__choice *choice, locus_record *record);
 locus_status locus__sched_choose(locus_context *context,
                                  const locus__op_cost *cost,
                                  locus__choice *out);
-/* Forgets the remembered choices (their rates changed: a recalibration). */
+/* Forgets the remembered choices (their rates changed: a probe or a
+ * recalibration). */
 void locus__sched_forget(locus_context *context);
 /* After the devices in failed_mask (bits by ordinal) failed the op: the
  * cheapest other device offering it, or false when there is none. */
@@ -87,8 +88,8 @@ bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
 double locus__sched_estimate(locus_context *context, locus_device *device,
                              const locus__op_cost *cost);
 /* The rate, in flop/s, at which a device runs an op of this kind at large
- * sizes: the calibrated figure (calibrating at first need), else a nominal
- * one. The multi-device split weighs its row blocks by it. */
+ * sizes: its figures as they stand (the CPU probed first while it has
+ * nominal ones). The multi-device split weighs its row blocks by it. */
 double locus__sched_rate(locus_context *context, locus_device *device,
                          locus__op_kind op);
 /* The model of one block of a row-split gemm on a device: fixed + rows *

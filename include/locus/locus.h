@@ -361,7 +361,11 @@ LOCUS_API locus_status locus_device_get_info(const locus_device *device,
  * New in 0.2, with locus_device_calibration. */
 typedef struct locus_calibration {
     size_t struct_size;
-    char source[16]; /* "nominal", "cached" or "measured" */
+    /* "nominal", "derived", "probed", "cached" or "measured": built in,
+     * scaled from the whole CPU's, a short probe, or the full calibration
+     * read from its file or measured by this process (docs/SCHEDULER.md,
+     * "Calibration"). */
+    char source[16];
     double launch_seconds;
     double gemm_fixed_seconds, gemm_flops_per_second;
     double conv_fixed_seconds, conv_flops_per_second;
@@ -379,9 +383,11 @@ typedef struct locus_calibration {
 } locus_calibration;
 
 LOCUS_API void locus_calibration_init(locus_calibration *calibration);
-/* The device's figures as the scheduler uses them: from the cache file
- * ($XDG_CACHE_HOME/locus/) or measured now at the first call, or nominal
- * under LOCUS_CALIBRATION=nominal. remeasure nonzero measures again and
+/* The device's full figures, which the scheduler then uses: from the
+ * cache file ($XDG_CACHE_HOME/locus/) or measured now when the device has
+ * none yet (an op never waits for this: it decides on nominal figures or
+ * a short probe of the CPU), or nominal under LOCUS_CALIBRATION=nominal.
+ * remeasure nonzero measures again and
  * rewrites the cache (`locus calibrate`); when the figures were measured
  * but could not be cached (no cache directory, a read-only or full one),
  * out is filled with them, they are in use, and the call returns
