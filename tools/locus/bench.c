@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "bench_first_op.h"
 #include "bench_svg.h"
 #include "cli.h"
 #include "progress.h"
@@ -25,6 +26,8 @@ void bench_usage(FILE *out)
         "                                      locus bench sched --help)\n"
         "       locus bench split [options]   (one gemm over several devices\n"
         "                                      at once; see --help there)\n"
+        "       locus bench first-op [options] (a new process's first op;\n"
+        "                                      see --help there)\n"
         "\n"
         "Runs a kernel over a range of sizes, checks each result against a\n"
         "float64 reference and reports time, GFLOP/s, GB/s and where the\n"
@@ -605,6 +608,8 @@ int bench_command(int argc, char **argv)
         return bench_sched_command(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "split") == 0)
         return bench_split_command(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "first-op") == 0)
+        return bench_first_op_command(argc - 1, argv + 1);
     bench_request *request = xmalloc(sizeof(*request));
     int exit_status = parse_bench_arguments(argc, argv, request);
     if (exit_status >= 0) {
