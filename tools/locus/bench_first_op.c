@@ -472,6 +472,26 @@ static void spread(const child_timing *runs, int count, size_t field_offset,
 
 #define FIELD(name) offsetof(child_timing, name)
 
+/* The devices the runs' first ops went to, each once, "/" between: a
+ * choice on figures that a short probe measured may differ from one
+ * process to the next. */
+static void devices_of(const case_result *r, char *text, size_t size)
+{
+    size_t used = 0;
+    text[0] = '\0';
+    for (int i = 0; i < r->runs; i++) {
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen = seen || strcmp(r->fresh[j].device, r->fresh[i].device) == 0;
+        int n = seen ? 0
+                     : snprintf(text + used, size - used, "%s%s",
+                                used ? "/" : "", r->fresh[i].device);
+        if (n < 0 || (size_t)n >= size - used)
+            break;
+        used += (size_t)n;
+    }
+}
+
 static void print_table(const first_op_request *request,
                         const case_result *results)
 {
@@ -499,7 +519,9 @@ static void print_table(const first_op_request *request,
         spread(r->next, r->runs, 0, true, &next_extra, &unused);
         table_add_row(&t);
         table_set(&t, 0, "%s", request->cases[i].text);
-        table_set(&t, 1, "%s", r->fresh[0].device);
+        char devices[128];
+        devices_of(r, devices, sizeof devices);
+        table_set(&t, 1, "%s", devices);
         table_set(&t, 2, "%.1f ms", context * 1e3);
         table_set(&t, 3, "%.3f ms", first * 1e3);
         table_set(&t, 4, "%.3f ms", again * 1e3);
@@ -573,7 +595,9 @@ static void print_json(const first_op_request *request,
         json_key(&w, "size");
         json_uint(&w, request->cases[i].size);
         json_key(&w, "device");
-        json_string(&w, r->fresh[0].device);
+        char devices[128];
+        devices_of(r, devices, sizeof devices);
+        json_string(&w, devices);
         json_timing(&w, "fresh", r->fresh, r->runs);
         json_timing(&w, "next", r->next, r->runs);
         json_end_object(&w);
