@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calibration_parts.h"
+#include "clock.h"
 #include "record.h"
 #include "scheduler.h"
 #include "status.h"

@@ -10,6 +10,7 @@
 
 #include "calibration.h"
 #include "calibration_parts.h"
+#include "clock.h"
 #include "cpu_inline.h"
 #include "record.h"
 #include "scheduler.h"

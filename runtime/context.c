@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,21 +12,6 @@
 #include "fault.h"
 #include "safe_file.h"
 #include "status.h"
-
-void locus__log(const locus_context *context, locus_log_level level,
-                const char *format, ...)
-{
-    if (context && level > context->config.log_level)
-        return;
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    locus__escape_controls(text, sizeof text);
-    fprintf(stderr, "locus %s: %s\n", names[level], text);
-}
 
 void locus_context_options_init(locus_context_options *options)
 {

@@ -12,6 +12,7 @@
 #include "calibration_file.h"
 #include "env.h"
 #include "local_rank.h"
+#include "log.h"
 #include "plugin.h"
 #include "pool.h"
 #include "topology.h"
@@ -81,8 +82,14 @@ struct locus_context {
     atomic_size_t live_queues;
 };
 
-/* Logging filtered by LOCUS_LOG, to stderr. */
-void locus__log(const locus_context *context, locus_log_level level,
-                const char *format, ...) __attribute__((format(printf, 3, 4)));
+/* The context's LOCUS_LOG level; with no context every level is logged. */
+static inline locus_log_level locus__log_threshold(const locus_context *context)
+{
+    return context ? context->config.log_level : LOCUS_LOG_DEBUG;
+}
+
+/* Logs through log.c at the context's LOCUS_LOG level. */
+#define locus__log(context, level, ...)                                        \
+    locus__log_at(locus__log_threshold(context), (level), __VA_ARGS__)
 
 #endif

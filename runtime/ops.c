@@ -8,6 +8,7 @@
 #include "account.h"
 #include "buffer.h"
 #include "calibration.h"
+#include "clock.h"
 #include "ops.h"
 #include "record.h"
 #include "scheduler.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "fault.h"
 #include "record.h"
 #include "status.h"

@@ -9,15 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "context.h"
 #include "env.h"
-
-double locus__now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void locus_record_init(locus_record *record)
 {

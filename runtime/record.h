@@ -9,8 +9,6 @@
 /* Appends the record as one JSON line to the context's record file, if any.
  * A failed write is logged, never fails the op whose result is good. */
 void locus__record_append(locus_context *context, const locus_record *record);
-/* The monotonic clock, in seconds: what records time ops with. */
-double locus__now_seconds(void);
 
 /* While paused, this thread's ops append nothing to the record file: the
  * calibration's own runs are not the application's. */

@@ -14,14 +14,10 @@ static void service_log(void *runtime, locus_log_level level,
                         const char *format, ...)
 {
     const locus_context *context = runtime;
-    if (level > context->config.log_level)
-        return;
-    char text[1024];
     va_list args;
     va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
+    locus__vlog_at(context->config.log_level, level, format, args);
     va_end(args);
-    locus__log(context, level, "%s", text);
 }
 
 static locus_status service_fail(locus_status status, const char *format, ...)
