@@ -57,20 +57,21 @@ double locus__rates_doubt(locus__rates_source source)
 
 bool locus__runs_on_pool(const locus_device *device)
 {
-    return strcmp(device->backend->name, "cpu") == 0;
+    return device->backend->table->pool_node != NULL;
 }
 
-void locus__nominal_rates(const locus_device *device, locus__rates *rates)
+int locus__pool_node_of(const locus_device *device)
+{
+    const locus__backend_slot *slot = device->backend;
+    return slot->table->pool_node(slot->state, device->index_in_backend);
+}
+
+/* Figures for a backend that gives none, by what every device says of
+ * itself: host memory, else its kind. */
+static void generic_rates(const locus_device *device, locus__rates *rates)
 {
     int units = device->info.compute_units > 0 ? device->info.compute_units : 1;
-    bool is_cuda = strcmp(device->backend->name, "cuda") == 0;
     if (device->backend->table->host_memory) {
-        /* The wake-up: about what waking the 16 workers of the H200 host
-         * added to an op after a millisecond idle (a 4 MiB reduce took
-         * 174-192 us, 13-30 us back to back); the 2-core VM measures
-         * 50-70 us. Leaving it out would have the nominal model keep
-         * every mid-size op on the CPU after a pause, which is where the
-         * scheduler's worst regret came from (docs/PERFORMANCE.md). */
         *rates = (locus__rates){.launch_seconds = 5e-6,
                                 .gemm_fixed_seconds = 20e-6,
                                 .gemm_flops = 8e9 * units,
@@ -80,8 +81,7 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
                                 .wake_seconds =
                                     locus__runs_on_pool(device) ? 100e-6 : 0};
     } else if (device->info.kind == LOCUS_DEVICE_GPU) {
-        double launch = is_cuda ? 10e-6 : 30e-6;
-        double flops = (is_cuda ? 128e9 : 64e9) * units;
+        double launch = 30e-6, flops = 64e9 * units;
         *rates = (locus__rates){.launch_seconds = launch,
                                 .gemm_fixed_seconds = 2 * launch,
                                 .gemm_flops = flops,
@@ -89,12 +89,9 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
                                 .conv_flops = flops / 2,
                                 .reduce_bytes = 1e12,
                                 .upload_pageable_bytes = 12e9,
-                                .upload_pinned_bytes = is_cuda ? 25e9 : 0,
                                 .download_bytes = 12e9,
-                                .transfer_seconds = launch,
-                                .download_pinned_bytes = is_cuda ? 25e9 : 0};
+                                .transfer_seconds = launch};
     } else {
-        /* An OpenCL CPU device shares the cores with our workers. */
         *rates = (locus__rates){.launch_seconds = 50e-6,
                                 .gemm_fixed_seconds = 100e-6,
                                 .gemm_flops = 4e9 * units,
@@ -104,6 +101,36 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
                                 .upload_pageable_bytes = 10e9,
                                 .download_bytes = 10e9,
                                 .transfer_seconds = 20e-6};
+    }
+}
+
+/* A rate the model divides by must be positive: a backend's figure that
+ * is not is replaced by the generic one. */
+static void keep_positive(double *value, double fallback)
+{
+    if (!(*value > 0))
+        *value = fallback;
+}
+
+void locus__nominal_rates(const locus_device *device, locus__rates *rates)
+{
+    locus__rates generic;
+    generic_rates(device, &generic);
+    const locus__backend_slot *slot = device->backend;
+    if (!slot->table->nominal_rates) {
+        *rates = generic;
+        return;
+    }
+    memset(rates, 0, sizeof *rates);
+    slot->table->nominal_rates(slot->state, device->index_in_backend,
+                               &device->info, rates);
+    keep_positive(&rates->gemm_flops, generic.gemm_flops);
+    keep_positive(&rates->conv_flops, generic.conv_flops);
+    keep_positive(&rates->reduce_bytes, generic.reduce_bytes);
+    if (!slot->table->host_memory) {
+        keep_positive(&rates->upload_pageable_bytes,
+                      generic.upload_pageable_bytes);
+        keep_positive(&rates->download_bytes, generic.download_bytes);
     }
 }
 
@@ -202,22 +229,23 @@ static void settle(locus_context *context, locus_device *device,
 
 /* ---- the whole CPU and its NUMA nodes' parts ---------------------------- */
 
-/* The one device a probe measures: the CPU backend's first, on every
- * worker. */
+/* The one device a probe measures: a pool backend's device on every
+ * worker (the CPU). */
 static bool is_whole_cpu(const locus_device *device)
 {
-    return locus__runs_on_pool(device) && device->index_in_backend == 0;
+    return locus__runs_on_pool(device) && locus__pool_node_of(device) < 0;
 }
 
-/* For a NUMA node's CPU device, the whole CPU it is a part of; else NULL. */
+/* For a NUMA node's device of a pool backend, the whole-pool device of
+ * that backend it is a part of; else NULL. */
 static locus_device *whole_cpu_of(locus_context *context,
                                   const locus_device *device)
 {
-    if (!locus__runs_on_pool(device) || device->index_in_backend == 0)
+    if (!locus__runs_on_pool(device) || locus__pool_node_of(device) < 0)
         return NULL;
     for (size_t d = 0; d < context->device_count; d++)
         if (context->devices[d].backend == device->backend &&
-            context->devices[d].index_in_backend == 0)
+            is_whole_cpu(&context->devices[d]))
             return &context->devices[d];
     return NULL;
 }

@@ -75,13 +75,18 @@ locus_status locus__calibrate(locus_context *context, locus_device *device);
 bool locus__calibrating(void);
 
 /* Whether the device's ops run on the context's worker pool, and so may
- * pay its wake-up (locus__rates.wake_seconds): the CPU backend's do
- * (services->run); a module computing on host memory has threads of its
- * own, or none. */
+ * pay its wake-up (locus__rates.wake_seconds): its backend says so with
+ * pool_node (backend.h; the CPU's do, through services->run); a module
+ * computing on host memory has threads of its own, or none. */
 bool locus__runs_on_pool(const locus_device *device);
+/* For a device that runs on the pool: the OS node whose workers it runs
+ * on, -1 for the whole pool. */
+int locus__pool_node_of(const locus_device *device);
 
-/* Nominal figures by kind of device, for LOCUS_CALIBRATION=nominal and
- * for every device until it is measured. */
+/* Nominal figures, for LOCUS_CALIBRATION=nominal and for every device
+ * until it is measured: the backend's own (nominal_rates), else generic
+ * ones by whether it computes on host memory and its kind; a rate the
+ * backend leaves at 0 that the model divides by takes the generic one. */
 void locus__nominal_rates(const locus_device *device, locus__rates *rates);
 
 /* The key that names the device's cache file of this kind, and that the

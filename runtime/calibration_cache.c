@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "calibration_parts.h"
-#include "cpu_inline.h"
 #include "safe_file.h"
 #include "status.h"
 

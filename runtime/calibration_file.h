@@ -7,29 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <locus/locus.h>
+#include <locus/backend.h>
 
-/* What the cost model knows of one device. Times of an op are modelled as
- * fixed + work / rate, the two fitted from a small and a large run, so that
- * the middle sizes, where the choice between devices is close, come out
- * right. Host <-> device rates are 0 for a device computing on host memory. */
-typedef struct locus__rates {
-    double launch_seconds;        /* the smallest op, end to end */
-    double gemm_fixed_seconds;    /* gemm: time = fixed + flops / rate */
-    double gemm_flops;            /* flop/s */
-    double conv_fixed_seconds;    /* conv2d, likewise */
-    double conv_flops;            /* flop/s */
-    double reduce_bytes;          /* bytes/s read by a large reduce */
-    double upload_pageable_bytes; /* host -> device from ordinary memory */
-    double upload_pinned_bytes;   /* host -> device from pinned memory */
-    double download_bytes;        /* device -> host into ordinary memory */
-    double transfer_seconds;      /* the latency of one small copy */
-    double download_pinned_bytes; /* device -> host into pinned memory */
-    /* What an op on the worker pool pays on top when the workers are
-     * asleep (idle past their spin): waking them, from deep idle states.
-     * 0 for a device whose ops do not run on the pool. */
-    double wake_seconds;
-} locus__rates;
+/* What the cost model knows of one device: the figures a backend gives
+ * as its nominal ones (locus_backend_rates, backend.h), measured. Times of
+ * an op are modelled as fixed + work / rate, the two fitted from a small
+ * and a large run, so that the middle sizes, where the choice between
+ * devices is close, come out right. Host <-> device rates are 0 for a
+ * device computing on host memory. */
+typedef locus_backend_rates locus__rates;
 
 /* FNV-1a over [text, text + length): the file's checksum, and the hash
  * that names a key's file. Enough to tell a damaged file from a good one;

@@ -11,7 +11,6 @@
 #include "calibration.h"
 #include "calibration_parts.h"
 #include "clock.h"
-#include "cpu_inline.h"
 #include "record.h"
 #include "scheduler.h"
 #include "status.h"
@@ -200,15 +199,25 @@ static void idle(double seconds)
         ;
 }
 
+/* The smallest reduce the backend hands to the pool (smaller ones run on
+ * the calling thread and wake nothing): its inline threshold, or a page
+ * where it has none. */
+static size_t smallest_pooled_floats(const locus_device *device)
+{
+    double bytes = device->backend->table->inline_bytes;
+    if (bytes < 4096)
+        bytes = 4096;
+    return (size_t)(bytes / sizeof(float));
+}
+
 /* What an op pays when the pool's workers are asleep: the robust mean of
  * a reduce run after WAKE_IDLE_SECONDS idle, less that of the same reduce
- * back to back (workers spinning). The reduce is the smallest the CPU
- * backend hands to the pool (smaller ones run on the calling thread and
- * wake nothing), so what differs is the wake-up, not the reading. */
+ * back to back (workers spinning). The reduce is the smallest the backend
+ * hands to the pool, so what differs is the wake-up, not the reading. */
 static locus_status measure_wake(locus_context *context, locus_device *device,
                                  size_t samples, locus__rates *rates)
 {
-    reduce_args args = {NULL, LOCUS__CPU_INLINE_BYTES / sizeof(float)};
+    reduce_args args = {NULL, smallest_pooled_floats(device)};
     locus_status status = make_buffer(context, args.count, &args.x);
     if (status != LOCUS_SUCCESS)
         return status;

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu_backend.h"
 #include "device.h"
 #include "services.h"
 #include "fault.h"
@@ -21,42 +20,71 @@ void locus_context_options_init(locus_context_options *options)
     options->struct_size = sizeof *options;
 }
 
-static void load_backends(locus_context *context)
+/* A name LOCUS_BACKENDS or LOCUS_DEVICE gives that no backend has, and a
+ * selector part its backend does not take, are refused as values that do
+ * not parse are, now that the backends' names and tables are known. */
+static locus_status check_backend_names(const locus_context *context)
 {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } kinds[LOCUS__BACKEND_KINDS] = {
-        {"cpu", LOCUS__BACKEND_CPU},
-        {"cuda", LOCUS__BACKEND_CUDA},
-        {"opencl", LOCUS__BACKEND_OPENCL},
-    };
-    for (int i = 0; i < LOCUS__BACKEND_KINDS; i++) {
+    const locus__config *config = &context->config;
+    const locus__backend_list *asked = &config->backends;
+    for (size_t i = 0; i < asked->count; i++) {
+        if (locus__backend_find(context, asked->names[i]))
+            continue;
+        locus__selector item = {.index = -1, .want_kind = -1};
+        snprintf(item.backend, sizeof item.backend, "%s", asked->names[i]);
+        char why[512];
+        locus__selector_valid(context, &item, why, sizeof why);
+        return locus__setting_refuse(config, LOCUS__SET_BACKENDS, "%s", why);
+    }
+    const locus__selector_list *list = &config->device;
+    for (size_t i = 0; i < list->count; i++) {
+        char why[512], text[LOCUS__SELECTOR_MAX];
+        if (locus__selector_valid(context, &list->items[i], why, sizeof why))
+            continue;
+        locus__format_selector(&list->items[i], text, sizeof text);
+        return locus__setting_refuse(config, LOCUS__SET_DEVICE, "'%s': %s",
+                                     text, why);
+    }
+    return LOCUS_SUCCESS;
+}
+
+/* The backend list: every backend there is (plugin.h), each loaded when
+ * LOCUS_BACKENDS asks for it, and the settings that name backends checked
+ * against it. Nothing is started yet. */
+static locus_status find_backends(locus_context *context)
+{
+    char names[LOCUS__MAX_BACKENDS][LOCUS__BACKEND_NAME_MAX];
+    size_t count = locus__plugin_names(context->config.plugin_path, names,
+                                       LOCUS__MAX_BACKENDS);
+    for (size_t i = 0; i < count; i++) {
         locus__backend_slot *slot = &context->backends[i];
-        if (!(context->config.backends & kinds[i].bit)) {
+        if (locus__backend_list_has(&context->config.backends, names[i])) {
+            locus__plugin_load(slot, names[i], context->config.plugin_path);
+        } else {
             memset(slot, 0, sizeof *slot);
-            snprintf(slot->name, sizeof slot->name, "%s", kinds[i].name);
+            snprintf(slot->name, sizeof slot->name, "%s", names[i]);
             snprintf(slot->reason, sizeof slot->reason,
                      "not in LOCUS_BACKENDS");
-        } else if (kinds[i].bit == LOCUS__BACKEND_CPU) {
-            memset(slot, 0, sizeof *slot);
-            snprintf(slot->name, sizeof slot->name, "cpu");
-            const locus_backend *table = locus__cpu_backend();
-            if (locus__plugin_abi_ok(table, slot->reason,
-                                     sizeof slot->reason)) {
-                slot->table = table;
-                snprintf(slot->reason, sizeof slot->reason, "built in");
-            }
-        } else {
-            locus__plugin_load(slot, kinds[i].name,
-                               context->config.plugin_path);
         }
-        locus__plugin_init(slot, &context->services, context);
+        context->backend_count = i + 1;
+    }
+    return check_backend_names(context);
+}
+
+/* Starts every loaded backend: each probes its devices. */
+static locus_status start_backends(locus_context *context)
+{
+    for (size_t i = 0; i < context->backend_count; i++) {
+        locus__backend_slot *slot = &context->backends[i];
+        locus_status status =
+            locus__plugin_init(slot, &context->services, context);
+        if (status != LOCUS_SUCCESS)
+            return status;
         if (!slot->available && slot->table)
             locus__log(context, LOCUS_LOG_INFO, "backend %s is absent: %s",
                        slot->name, slot->reason);
-        context->backend_count = (size_t)i + 1;
     }
+    return LOCUS_SUCCESS;
 }
 
 /* The OS numbers of the topology's nodes, "0" or "0,1,2,3". */
@@ -74,36 +102,23 @@ static void node_list(const locus__topology *topology, char *text,
     }
 }
 
-static const locus__backend_slot *find_slot(const locus_context *context,
-                                            const char *name)
-{
-    for (size_t i = 0; i < context->backend_count; i++)
-        if (strcmp(context->backends[i].name, name) == 0)
-            return &context->backends[i];
-    return NULL;
-}
-
 /* Why one selector item matches no device, in what Locus knows: the
  * backend absent and its reason, a number past its devices, no device of
- * the kind asked for, no such NUMA node. */
+ * the kind asked for, or the backend's own word on its part (the cpu's
+ * "no NUMA node 7: this machine has nodes 0,1"). */
 static void explain_no_match(const locus_context *context,
                              const locus__selector *item, char *text,
                              size_t capacity)
 {
-    static const char *const backend_of[] = {
-        [LOCUS__SELECT_CPU] = "cpu",
-        [LOCUS__SELECT_CUDA] = "cuda",
-        [LOCUS__SELECT_OPENCL] = "opencl",
-    };
-    const char *name = backend_of[item->kind];
-    if (!name) {
+    if (item->is_auto) {
         snprintf(text, capacity, "auto always matches");
         return;
     }
-    const locus__backend_slot *slot = find_slot(context, name);
+    const char *name = item->backend;
+    const locus__backend_slot *slot = locus__backend_find(context, name);
     if (!slot || !slot->available) {
         snprintf(text, capacity, "the %s backend is absent: %s", name,
-                 slot ? slot->reason : "not built");
+                 slot ? slot->reason : "no such backend");
         return;
     }
     size_t devices = 0, of_kind = 0;
@@ -115,14 +130,8 @@ static void explain_no_match(const locus_context *context,
         of_kind += item->want_kind >= 0 &&
                    device->info.kind == (locus_device_kind)item->want_kind;
     }
-    if (item->kind == LOCUS__SELECT_CPU && item->numa_node >= 0) {
-        char nodes[256];
-        node_list(&context->topology, nodes, sizeof nodes);
-        snprintf(text, capacity, "no NUMA node %d: %s has node%s %s",
-                 item->numa_node,
-                 context->topology.is_this_system ? "this machine"
-                                                  : "the topology",
-                 context->topology.node_count == 1 ? "" : "s", nodes);
+    if (item->part[0] && devices > 0) {
+        locus__selector_explain_part(context, item, text, capacity);
     } else if (item->want_kind >= 0 && of_kind == 0) {
         snprintf(text, capacity, "%s has no %s device among its %zu", name,
                  locus_device_kind_str((locus_device_kind)item->want_kind),
@@ -167,7 +176,7 @@ static locus_status check_requested_devices(locus_context *context)
 {
     const locus__selector_list *list = &context->config.device;
     for (size_t i = 0; i < list->count; i++) {
-        if (list->items[i].kind == LOCUS__SELECT_AUTO ||
+        if (list->items[i].is_auto ||
             locus__device_match(context, &list->items[i]))
             return LOCUS_SUCCESS;
     }
@@ -259,27 +268,6 @@ static locus_status check_variable_names(const locus_context *context)
     return LOCUS_SUCCESS;
 }
 
-static locus_status check_cpu_isa(const locus__config *config)
-{
-    /* Forcing kernels the cpu lacks would end in SIGILL, not a status. */
-    bool supported = true;
-#if defined(__x86_64__) || defined(__i386__)
-    if (config->cpu_isa == LOCUS__ISA_AVX2)
-        supported =
-            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (config->cpu_isa == LOCUS__ISA_AVX512)
-        supported = __builtin_cpu_supports("avx512f");
-#else
-    supported = config->cpu_isa == LOCUS__ISA_NOT_FORCED ||
-                config->cpu_isa == LOCUS__ISA_GENERIC;
-#endif
-    if (!supported)
-        return locus__fail(LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
-                           "LOCUS_CPU_ISA='%s' is not supported by this cpu",
-                           locus__isa_name(config->cpu_isa));
-    return LOCUS_SUCCESS;
-}
-
 LOCUS_API locus_status
 locus_context_create(const locus_context_options *options, locus_context **out)
 {
@@ -308,13 +296,13 @@ locus_context_create(const locus_context_options *options, locus_context **out)
     if (!(options && options->ignore_environment))
         status = check_variable_names(context);
     if (status == LOCUS_SUCCESS)
-        status = check_cpu_isa(&context->config);
+        status = find_backends(context);
     if (status != LOCUS_SUCCESS)
-        goto release_config;
+        goto unload_modules;
     status = locus__topology_load(&context->topology, context->config.topology,
                                   context->config.topology_synthetic);
     if (status != LOCUS_SUCCESS)
-        goto release_config;
+        goto unload_modules;
     status = check_numa_node(context);
     if (status != LOCUS_SUCCESS)
         goto release_topology;
@@ -348,16 +336,18 @@ locus_context_create(const locus_context_options *options, locus_context **out)
         }
     }
     locus__services_fill(&context->services);
-    load_backends(context);
-    status = locus__devices_collect(context);
+    status = start_backends(context);
+    if (status == LOCUS_SUCCESS)
+        status = locus__devices_collect(context);
     if (status == LOCUS_SUCCESS)
         status = check_requested_devices(context);
     if (status != LOCUS_SUCCESS)
-        goto unload_backends;
+        goto stop_backends;
     *out = context;
     return LOCUS_SUCCESS;
 
-unload_backends:
+stop_backends:
+    /* Before the pool and topology their fini may still use. */
     for (size_t i = 0; i < context->backend_count; i++)
         locus__plugin_unload(&context->backends[i]);
     if (context->record_fd >= 0)
@@ -366,7 +356,10 @@ destroy_pool:
     locus__pool_destroy(context->pool);
 release_topology:
     locus__topology_release(&context->topology);
-release_config:
+unload_modules:
+    /* Loaded but never started (those stopped above are left alone). */
+    for (size_t i = 0; i < context->backend_count; i++)
+        locus__plugin_unload(&context->backends[i]);
     locus__config_release(&context->config);
 free_context:
     pthread_mutex_destroy(&context->record_lock);

@@ -45,6 +45,8 @@ struct locus_device {
 typedef struct locus__choice_memo {
     bool valid;
     double flops, bytes, output_bytes;
+    int algorithm; /* what the devices offer depends on these too */
+    locus_dtype dtype;
     size_t input_count;
     uint64_t masks[LOCUS__MEMO_INPUTS];
     size_t sizes[LOCUS__MEMO_INPUTS];
@@ -64,7 +66,7 @@ struct locus_context {
     locus_services services;
 
     size_t backend_count;
-    locus__backend_slot backends[LOCUS__BACKEND_KINDS];
+    locus__backend_slot backends[LOCUS__MAX_BACKENDS];
 
     size_t device_count;
     locus_device devices[LOCUS__MAX_DEVICES];

@@ -7,25 +7,24 @@
 #include "scheduler.h"
 #include "status.h"
 
+/* The backend's spelling of its device, else name:N. */
 static void assign_selector(locus_device *device)
 {
     locus_device_info *info = &device->info;
-    const char *backend = device->backend->name;
-    if (strcmp(backend, "cpu") == 0) {
-        /* Device 0 is every worker; the others are one node each. */
-        if (device->index_in_backend == 0) {
-            snprintf(info->selector, sizeof info->selector, "cpu");
-        } else {
-            int node =
-                device->context->topology.nodes[device->index_in_backend - 1]
-                    .os_index;
-            snprintf(info->selector, sizeof info->selector, "cpu:numa=%d",
-                     node);
-        }
+    const locus__backend_slot *slot = device->backend;
+    if (!slot->table->device_selector) {
+        snprintf(info->selector, sizeof info->selector, "%s:%zu", slot->name,
+                 device->index_in_backend);
         return;
     }
-    snprintf(info->selector, sizeof info->selector, "%s:%zu", backend,
-             device->index_in_backend);
+    char part[sizeof info->selector] = "";
+    slot->table->device_selector(slot->state, device->index_in_backend, part,
+                                 sizeof part);
+    part[sizeof part - 1] = '\0';
+    /* Cut to the field, as every name of a record is. */
+    char text[sizeof slot->name + 1 + sizeof part];
+    snprintf(text, sizeof text, "%s%s%s", slot->name, part[0] ? ":" : "", part);
+    locus_copy_name(info->selector, sizeof info->selector, text);
 }
 
 /* The backend's pci_bus_id in the canonical "dddd:bb:dd.f", or "" when it
@@ -105,42 +104,116 @@ locus_status locus__devices_collect(locus_context *context)
     return LOCUS_SUCCESS;
 }
 
-static bool backend_is(const locus_device *device, const char *name)
+locus__backend_slot *locus__backend_find(const locus_context *context,
+                                         const char *name)
 {
-    return strcmp(device->backend->name, name) == 0;
+    for (size_t i = 0; i < context->backend_count; i++)
+        if (strcmp(context->backends[i].name, name) == 0)
+            return (locus__backend_slot *)&context->backends[i];
+    return NULL;
+}
+
+/* The table that can judge a selector of this backend: its own where it
+ * is loaded, a built-in's even when LOCUS_BACKENDS leaves it out; NULL
+ * for a module not loaded, whose parts are taken on trust. */
+static const locus_backend *judge_of(const locus__backend_slot *slot)
+{
+    return slot->table ? slot->table : locus__plugin_builtin(slot->name);
+}
+
+static void backend_names(const locus_context *context, char *text,
+                          size_t capacity)
+{
+    size_t used = 0;
+    text[0] = '\0';
+    for (size_t i = 0; i < context->backend_count && used < capacity; i++) {
+        int n = snprintf(text + used, capacity - used, "%s%s", i ? ", " : "",
+                         context->backends[i].name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+bool locus__selector_valid(const locus_context *context,
+                           const locus__selector *item, char *why,
+                           size_t capacity)
+{
+    if (item->is_auto)
+        return true;
+    const locus__backend_slot *slot =
+        locus__backend_find(context, item->backend);
+    if (!slot) {
+        char names[LOCUS__MAX_BACKENDS * LOCUS__BACKEND_NAME_MAX + 32];
+        backend_names(context, names, sizeof names);
+        snprintf(why, capacity, "no backend is named '%s' (there are %s)",
+                 item->backend, names);
+        return false;
+    }
+    const locus_backend *table = judge_of(slot);
+    if (!table)
+        return true;
+    if (item->index >= 0 && !(table->selector_parts & LOCUS_SELECTOR_INDEX)) {
+        snprintf(why, capacity, "%s takes no device number", slot->name);
+        return false;
+    }
+    if (item->want_kind >= 0 &&
+        !(table->selector_parts & LOCUS_SELECTOR_KIND)) {
+        snprintf(why, capacity, "%s takes no device kind", slot->name);
+        return false;
+    }
+    if (!item->part[0])
+        return true;
+    char detail[256] = "";
+    if (!table->selector_part) {
+        snprintf(why, capacity, "%s takes no '%s'", slot->name, item->part);
+        return false;
+    }
+    if (table->selector_part(NULL, 0, item->part, detail, sizeof detail) != 0) {
+        snprintf(why, capacity, "%s: %s", slot->name,
+                 detail[0] ? detail : "not a part it takes");
+        return false;
+    }
+    return true;
+}
+
+/* Whether a device of the selector's backend answers to the backend's
+ * own part; why gets the backend's word on it. */
+static bool part_matches(const locus_device *device, const char *part,
+                         char *why, size_t capacity)
+{
+    const locus__backend_slot *slot = device->backend;
+    return slot->table->selector_part &&
+           slot->table->selector_part(slot->state, device->index_in_backend,
+                                      part, why, capacity) == 1;
 }
 
 static bool matches(const locus_device *device, const locus__selector *selector)
 {
-    switch (selector->kind) {
-    case LOCUS__SELECT_AUTO:
+    if (selector->is_auto || strcmp(device->backend->name, selector->backend))
         return false;
-    case LOCUS__SELECT_CPU:
-        if (!backend_is(device, "cpu"))
-            return false;
-        if (selector->numa_node < 0)
-            return device->index_in_backend == 0;
-        /* One node: the whole-machine device is that node's device. */
-        if (device->backend->device_count == 1)
-            return device->context->topology.nodes[0].os_index ==
-                   selector->numa_node;
-        return device->index_in_backend > 0 &&
-               device->context->topology.nodes[device->index_in_backend - 1]
-                       .os_index == selector->numa_node;
-    case LOCUS__SELECT_CUDA:
-        return backend_is(device, "cuda") &&
-               (selector->index < 0 ||
-                device->index_in_backend == (size_t)selector->index);
-    case LOCUS__SELECT_OPENCL:
-        if (!backend_is(device, "opencl"))
-            return false;
-        if (selector->want_kind >= 0 &&
-            device->info.kind != (locus_device_kind)selector->want_kind)
-            return false;
-        return selector->index < 0 ||
-               device->index_in_backend == (size_t)selector->index;
+    if (selector->index >= 0 &&
+        device->index_in_backend != (size_t)selector->index)
+        return false;
+    if (selector->want_kind >= 0 &&
+        device->info.kind != (locus_device_kind)selector->want_kind)
+        return false;
+    char why[256];
+    return !selector->part[0] ||
+           part_matches(device, selector->part, why, sizeof why);
+}
+
+void locus__selector_explain_part(const locus_context *context,
+                                  const locus__selector *item, char *why,
+                                  size_t capacity)
+{
+    snprintf(why, capacity, "no %s device matches %s", item->backend,
+             item->part);
+    for (size_t d = 0; d < context->device_count; d++) {
+        const locus_device *device = &context->devices[d];
+        if (strcmp(device->backend->name, item->backend) == 0)
+            part_matches(device, item->part, why, capacity);
     }
-    return false;
 }
 
 locus_device *locus__device_match(locus_context *context,
@@ -217,8 +290,14 @@ LOCUS_API locus_status locus_device_find(locus_context *context,
     if (status != LOCUS_SUCCESS)
         return status;
     for (size_t i = 0; i < list.count; i++) {
+        char why[512];
+        if (!locus__selector_valid(context, &list.items[i], why, sizeof why))
+            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                               "device selector '%s': %s", selector, why);
+    }
+    for (size_t i = 0; i < list.count; i++) {
         locus_device *device =
-            list.items[i].kind == LOCUS__SELECT_AUTO
+            list.items[i].is_auto
                 ? locus__sched_default_device(context)
                 : locus__device_match(context, &list.items[i]);
         if (device) {
@@ -246,7 +325,7 @@ LOCUS_API locus_status locus_default_device(locus_context *context,
     locus_default_choice choice = LOCUS_DEFAULT_FALLBACK;
     const locus__selector_list *list = &context->config.device;
     for (size_t i = 0; i < list->count; i++) {
-        if (list->items[i].kind == LOCUS__SELECT_AUTO) {
+        if (list->items[i].is_auto) {
             choice = LOCUS_DEFAULT_AUTO;
             break;
         }
@@ -333,4 +412,35 @@ locus_status locus__device_download(const locus_device *device,
     return device->backend->table->download(device->backend->state,
                                             device->index_in_backend, memory,
                                             host, bytes, op);
+}
+
+LOCUS_API locus_status locus_device_offers(const locus_device *device,
+                                           locus_op_kind op, int algorithm,
+                                           locus_dtype dtype, int *offered)
+{
+    locus__clear_error();
+    if (!device || !offered)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           device ? "offered" : "device");
+    *offered = 0;
+    if ((int)op < (int)LOCUS_OP_REDUCE || (int)op > (int)LOCUS_OP_CONV2D)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "op kind %d is unknown", (int)op);
+    if (dtype != LOCUS_DTYPE_F32 && dtype != LOCUS_DTYPE_F64)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "dtype %d is unknown",
+                           (int)dtype);
+    if (op == LOCUS_OP_CONV2D && (algorithm < (int)LOCUS_CONV_AUTO ||
+                                  algorithm > (int)LOCUS_CONV_WINOGRAD))
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "conv2d algorithm %d is unknown", algorithm);
+    if (op != LOCUS_OP_CONV2D && algorithm != 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "%s has one algorithm: pass 0, not %d",
+                           locus__op_name((locus__op_kind)op), algorithm);
+    /* The ops themselves take f32 only so far (ops.c), whatever a backend
+     * says. */
+    *offered = dtype == LOCUS_DTYPE_F32 &&
+               locus__device_offers_variant(device, (locus__op_kind)op,
+                                            algorithm, dtype);
+    return LOCUS_SUCCESS;
 }

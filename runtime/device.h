@@ -9,6 +9,27 @@
 
 /* Fills the device list from the available backends. */
 locus_status locus__devices_collect(locus_context *context);
+/* The slot of the backend of that name, or NULL. */
+locus__backend_slot *locus__backend_find(const locus_context *context,
+                                         const char *name);
+
+/* Whether a selector item can name a device of this context: auto, or a
+ * backend of the context with a part that backend takes (its number, kind
+ * or own part, judged by its table where it is loaded or built in; a
+ * module not loaded is taken on trust). false with why ("no backend is
+ * named 'gpu' (there are cpu, cuda, opencl)", "cpu takes no device
+ * number"). */
+bool locus__selector_valid(const locus_context *context,
+                           const locus__selector *item, char *why,
+                           size_t capacity);
+
+/* For an item with a part of its backend's own that no device matches:
+ * the backend's word on why ("no NUMA node 7: this machine has nodes
+ * 0,1"). */
+void locus__selector_explain_part(const locus_context *context,
+                                  const locus__selector *item, char *why,
+                                  size_t capacity);
+
 /* The first device matching one selector item (not auto), or NULL. */
 locus_device *locus__device_match(locus_context *context,
                                   const locus__selector *selector);

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,48 +71,97 @@ static bool token_starts(const char *text, size_t length, const char *prefix)
     return length >= n && strncmp(text, prefix, n) == 0;
 }
 
+bool locus__backend_name_ok(const char *text, size_t length)
+{
+    if (length == 0 || length >= LOCUS__BACKEND_NAME_MAX ||
+        !islower((unsigned char)text[0]) || token_is(text, length, "auto") ||
+        token_is(text, length, "all"))
+        return false;
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (!islower(c) && !isdigit(c) && c != '_')
+            return false;
+    }
+    return true;
+}
+
+bool locus__backend_list_has(const locus__backend_list *list, const char *name)
+{
+    if (list->all)
+        return true;
+    for (size_t i = 0; i < list->count; i++)
+        if (strcmp(list->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A device kind by its locus_device_kind_str name, or -1. */
+static int device_kind_named(const char *text, size_t length)
+{
+    static const locus_device_kind kinds[] = {
+        LOCUS_DEVICE_CPU, LOCUS_DEVICE_GPU, LOCUS_DEVICE_ACCELERATOR};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (token_is(text, length, locus_device_kind_str(kinds[i])))
+            return (int)kinds[i];
+    return -1;
+}
+
+/* key=value, the backend's own part: a lowercase key, and a value of
+ * letters, digits and "_.+-" (a sign the backend may refuse, but no
+ * separator of the grammar and no control byte). */
+static bool is_own_part(const char *text, size_t length)
+{
+    const char *equals = memchr(text, '=', length);
+    if (!equals || equals == text || equals == text + length - 1 ||
+        !islower((unsigned char)text[0]))
+        return false;
+    for (const char *c = text; c < equals; c++)
+        if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) &&
+            *c != '_')
+            return false;
+    for (const char *c = equals + 1; c < text + length; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("_.+-", *c))
+            return false;
+    return true;
+}
+
 static bool parse_selector_item(const char *text, size_t length,
                                 locus__selector *out)
 {
-    *out = (locus__selector){LOCUS__SELECT_AUTO, -1, -1, -1};
-    if (token_is(text, length, "auto"))
-        return true;
-    if (token_is(text, length, "cpu")) {
-        out->kind = LOCUS__SELECT_CPU;
-        return true;
-    }
-    if (token_starts(text, length, "cpu:numa=")) {
-        out->kind = LOCUS__SELECT_CPU;
-        return locus__parse_small_uint(text + 9, length - 9, &out->numa_node);
-    }
-    if (token_is(text, length, "cuda")) {
-        out->kind = LOCUS__SELECT_CUDA;
+    /* Zeroed whole: items are compared as bytes (the fuzz target's round
+     * trip). */
+    memset(out, 0, sizeof *out);
+    out->index = -1;
+    out->want_kind = -1;
+    if (token_is(text, length, "auto")) {
+        out->is_auto = true;
         return true;
     }
-    if (token_starts(text, length, "cuda:")) {
-        out->kind = LOCUS__SELECT_CUDA;
-        return locus__parse_small_uint(text + 5, length - 5, &out->index);
-    }
-    if (token_is(text, length, "opencl")) {
-        out->kind = LOCUS__SELECT_OPENCL;
+    if (length >= LOCUS__SELECTOR_MAX)
+        return false;
+    const char *colon = memchr(text, ':', length);
+    size_t name_length = colon ? (size_t)(colon - text) : length;
+    if (!locus__backend_name_ok(text, name_length))
+        return false;
+    memcpy(out->backend, text, name_length);
+    if (!colon)
         return true;
-    }
-    if (token_starts(text, length, "opencl:")) {
-        out->kind = LOCUS__SELECT_OPENCL;
-        const char *rest = text + 7;
-        size_t rest_length = length - 7;
-        if (token_is(rest, rest_length, "gpu")) {
-            out->want_kind = LOCUS_DEVICE_GPU;
-            return true;
-        }
-        if (token_is(rest, rest_length, "cpu")) {
-            out->want_kind = LOCUS_DEVICE_CPU;
-            return true;
-        }
-        return locus__parse_small_uint(rest, rest_length, &out->index);
-    }
-    return false;
+    const char *rest = colon + 1;
+    size_t rest_length = length - name_length - 1;
+    if (locus__parse_small_uint(rest, rest_length, &out->index))
+        return true;
+    out->index = -1;
+    out->want_kind = device_kind_named(rest, rest_length);
+    if (out->want_kind >= 0)
+        return true;
+    if (!is_own_part(rest, rest_length))
+        return false;
+    memcpy(out->part, rest, rest_length);
+    return true;
 }
+
+/* What a selector may be, for the messages (once, here). */
+#define SELECTOR_GRAMMAR "auto or BACKEND[:N|:cpu|:gpu|:accelerator|:KEY=VALUE]"
 
 locus_status locus__parse_selector_list(const char *text,
                                         locus__selector_list *out)
@@ -140,10 +190,9 @@ locus_status locus__parse_selector_list(const char *text,
         if (!parse_selector_item(start, (size_t)(stop - start), item))
             return locus__fail(
                 LOCUS_ERROR_INVALID_ARGUMENT,
-                "device selector '%s': '%.*s' is not one of auto, cpu, "
-                "cpu:numa=N, cuda, cuda:N, opencl, opencl:gpu, opencl:cpu, "
-                "opencl:N",
-                text, (int)(stop - start), start);
+                "device selector '%s': '%.*s' is not " SELECTOR_GRAMMAR
+                " (at most %d characters)",
+                text, (int)(stop - start), start, LOCUS__SELECTOR_MAX - 1);
         out->count++;
         if (!comma)
             break;
@@ -155,33 +204,17 @@ locus_status locus__parse_selector_list(const char *text,
 void locus__format_selector(const locus__selector *selector, char *text,
                             size_t capacity)
 {
-    switch (selector->kind) {
-    case LOCUS__SELECT_AUTO:
+    if (selector->is_auto)
         snprintf(text, capacity, "auto");
-        return;
-    case LOCUS__SELECT_CPU:
-        if (selector->numa_node >= 0)
-            snprintf(text, capacity, "cpu:numa=%d", selector->numa_node);
-        else
-            snprintf(text, capacity, "cpu");
-        return;
-    case LOCUS__SELECT_CUDA:
-        if (selector->index >= 0)
-            snprintf(text, capacity, "cuda:%d", selector->index);
-        else
-            snprintf(text, capacity, "cuda");
-        return;
-    case LOCUS__SELECT_OPENCL:
-        if (selector->want_kind == LOCUS_DEVICE_GPU)
-            snprintf(text, capacity, "opencl:gpu");
-        else if (selector->want_kind == LOCUS_DEVICE_CPU)
-            snprintf(text, capacity, "opencl:cpu");
-        else if (selector->index >= 0)
-            snprintf(text, capacity, "opencl:%d", selector->index);
-        else
-            snprintf(text, capacity, "opencl");
-        return;
-    }
+    else if (selector->index >= 0)
+        snprintf(text, capacity, "%s:%d", selector->backend, selector->index);
+    else if (selector->want_kind >= 0)
+        snprintf(text, capacity, "%s:%s", selector->backend,
+                 locus_device_kind_str((locus_device_kind)selector->want_kind));
+    else if (selector->part[0])
+        snprintf(text, capacity, "%s:%s", selector->backend, selector->part);
+    else
+        snprintf(text, capacity, "%s", selector->backend);
 }
 
 /* Each parser reads a non-empty value, fills config and writes what it
@@ -208,33 +241,46 @@ static bool parse_device(const char *value, locus__config *config,
     return true;
 }
 
+/* Names only: which of them a module provides is known once the modules
+ * are found (context.c checks them then). */
 static bool parse_backends(const char *value, locus__config *config,
                            char *resolved, size_t capacity)
 {
-    unsigned mask = 0;
+    locus__backend_list *list = &config->backends;
+    memset(list, 0, sizeof *list);
     const char *cursor = value;
     for (;;) {
         const char *comma = strchr(cursor, ',');
         size_t length = comma ? (size_t)(comma - cursor) : strlen(cursor);
-        if (token_is(cursor, length, "cpu"))
-            mask |= LOCUS__BACKEND_CPU;
-        else if (token_is(cursor, length, "cuda"))
-            mask |= LOCUS__BACKEND_CUDA;
-        else if (token_is(cursor, length, "opencl"))
-            mask |= LOCUS__BACKEND_OPENCL;
-        else if (token_is(cursor, length, "all"))
-            mask |= LOCUS__BACKEND_ALL;
-        else
+        if (token_is(cursor, length, "all")) {
+            list->all = true;
+        } else if (!locus__backend_name_ok(cursor, length)) {
             return false;
+        } else {
+            char name[LOCUS__BACKEND_NAME_MAX];
+            memcpy(name, cursor, length);
+            name[length] = '\0';
+            if (!locus__backend_list_has(list, name)) {
+                if (list->count == LOCUS__MAX_BACKENDS)
+                    return false;
+                memcpy(list->names[list->count++], name, length + 1);
+            }
+        }
         if (!comma)
             break;
         cursor = comma + 1;
     }
-    config->backends = mask;
-    snprintf(resolved, capacity, "%s%s%s",
-             mask & LOCUS__BACKEND_CPU ? "cpu " : "",
-             mask & LOCUS__BACKEND_CUDA ? "cuda " : "",
-             mask & LOCUS__BACKEND_OPENCL ? "opencl" : "");
+    size_t used = 0;
+    resolved[0] = '\0';
+    if (list->all)
+        snprintf(resolved, capacity, "all");
+    for (size_t i = 0; !list->all && i < list->count && used < capacity; i++) {
+        int n = snprintf(resolved + used, capacity - used, "%s%s", i ? " " : "",
+                         list->names[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
     return true;
 }
 
@@ -372,12 +418,10 @@ static const struct {
     const char *default_resolved;
 } setting_rules[LOCUS__SETTING_COUNT] = {
     [LOCUS__SET_DEVICE] = {parse_device,
-                           "auto, cpu, cpu:numa=N, cuda, cuda:N, opencl, "
-                           "opencl:gpu, opencl:cpu, opencl:N, or a comma list",
+                           SELECTOR_GRAMMAR ", or a comma list of them",
                            "auto"},
     [LOCUS__SET_BACKENDS] = {parse_backends,
-                             "a comma list of cpu, cuda, opencl, all",
-                             "cpu cuda opencl"},
+                             "a comma list of backend names, or all", "all"},
     [LOCUS__SET_THREADS] = {parse_threads, "a positive integer",
                             "one per allowed core"},
     [LOCUS__SET_NUMA] = {parse_numa, "local, interleave, node:N or off",
@@ -437,8 +481,9 @@ static void config_defaults(locus__config *config)
 {
     memset(config, 0, sizeof *config);
     config->device.count = 1;
-    config->device.items[0] = (locus__selector){LOCUS__SELECT_AUTO, -1, -1, -1};
-    config->backends = LOCUS__BACKEND_ALL;
+    config->device.items[0] =
+        (locus__selector){.is_auto = true, .index = -1, .want_kind = -1};
+    config->backends.all = true;
     locus_placement_init(&config->numa);
     config->numa.policy = LOCUS_PLACE_LOCAL;
     config->log_level = LOCUS_LOG_WARN;
@@ -487,6 +532,22 @@ locus_status locus__config_load(locus__config *config,
         }
     }
     return LOCUS_SUCCESS;
+}
+
+locus_status locus__setting_refuse(const locus__config *config,
+                                   locus__setting_id id, const char *format,
+                                   ...)
+{
+    char detail[768];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(detail, sizeof detail, format, args);
+    va_end(args);
+    const locus__setting_text *setting = &config->settings[id];
+    return locus__fail(LOCUS_ERROR_BAD_ENVIRONMENT,
+                       "%s='%s' (%s) is not %s: %s", setting_names[id],
+                       setting->raw ? setting->raw : "", setting->source,
+                       setting_rules[id].grammar, detail);
 }
 
 void locus__config_release(locus__config *config)

@@ -8,19 +8,25 @@
 
 #include <locus/locus.h>
 
-typedef enum locus__selector_kind {
-    LOCUS__SELECT_AUTO,
-    LOCUS__SELECT_CPU,
-    LOCUS__SELECT_CUDA,
-    LOCUS__SELECT_OPENCL,
-} locus__selector_kind;
+/* Backend names as the settings hold them (with the NUL; the length of
+ * locus_backend_info.name), and how many backends a context knows. */
+#define LOCUS__BACKEND_NAME_MAX 16
+#define LOCUS__MAX_BACKENDS 16
+/* One selector item, with the NUL: locus_device_info.selector's length. */
+#define LOCUS__SELECTOR_MAX 32
 
-/* One item of a selector: "cpu", "cpu:numa=1", "cuda:1", "opencl:gpu"... */
+/* One item of a selector, "auto" or name[:rest]: "cpu", "cpu:numa=1",
+ * "cuda:1", "opencl:gpu". The grammar is the same for every backend: rest
+ * is a device number, a device kind (cpu, gpu, accelerator) or key=value,
+ * the backend's own part, which only the backend reads. Whether the name
+ * is a backend's, and whether the backend takes that part, is checked
+ * once the backends are known (context.c). */
 typedef struct locus__selector {
-    locus__selector_kind kind;
-    int index;     /* -1: any; else the backend's device number */
-    int numa_node; /* -1: any; else the OS node (cpu only) */
-    int want_kind; /* -1: any; else a locus_device_kind (opencl only) */
+    bool is_auto;
+    char backend[LOCUS__BACKEND_NAME_MAX]; /* "" for auto */
+    int index;                             /* -1: any; else a device number */
+    int want_kind;                  /* -1: any; else a locus_device_kind */
+    char part[LOCUS__SELECTOR_MAX]; /* the backend's own part; "" none */
 } locus__selector;
 
 #define LOCUS__MAX_SELECTORS 16
@@ -39,12 +45,20 @@ locus_status locus__parse_selector_list(const char *text,
 void locus__format_selector(const locus__selector *selector, char *text,
                             size_t capacity);
 
-enum {
-    LOCUS__BACKEND_CPU = 1u << 0,
-    LOCUS__BACKEND_CUDA = 1u << 1,
-    LOCUS__BACKEND_OPENCL = 1u << 2,
-    LOCUS__BACKEND_ALL = 7u,
-};
+/* Whether [text, text + length) can name a backend: 1 to 15 lowercase
+ * letters, digits or '_', a letter first, and neither "auto" nor "all",
+ * which the settings use as words of their own. */
+bool locus__backend_name_ok(const char *text, size_t length);
+
+/* LOCUS_BACKENDS: the names asked for, or all of them. */
+typedef struct locus__backend_list {
+    bool all;
+    size_t count;
+    char names[LOCUS__MAX_BACKENDS][LOCUS__BACKEND_NAME_MAX];
+} locus__backend_list;
+
+/* Whether the list asks for the backend of that name. */
+bool locus__backend_list_has(const locus__backend_list *list, const char *name);
 
 typedef enum locus__isa {
     LOCUS__ISA_NOT_FORCED = 0,
@@ -90,7 +104,7 @@ typedef enum locus__calibration_mode {
 
 typedef struct locus__config {
     locus__selector_list device;
-    unsigned backends;    /* LOCUS__BACKEND_* bits */
+    locus__backend_list backends;
     int threads;          /* 0: one per allowed core */
     locus_placement numa; /* default host placement */
     bool strict;
@@ -112,5 +126,13 @@ locus_status locus__config_load(locus__config *config,
                                 const locus_context_options *options);
 void locus__config_release(locus__config *config);
 const char *locus__setting_name(locus__setting_id id);
+
+/* Refuses a setting that parsed but names what is not there (a backend
+ * no module provides, a part its backend does not take), as a value that
+ * does not parse is refused: LOCUS_ERROR_BAD_ENVIRONMENT, "NAME='value'
+ * (source) is not GRAMMAR: " and the detail. */
+locus_status locus__setting_refuse(const locus__config *config,
+                                   locus__setting_id id, const char *format,
+                                   ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -266,6 +266,13 @@ static locus_status choose_device(locus__op_run *run, locus_device *device,
         return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
                            "%s is not supported on %s (%s)", run->type->name,
                            device->info.selector, device->info.name);
+    if (!locus__device_offers_cost(device, cost)) {
+        char variant[96];
+        locus__op_variant_name(cost, variant, sizeof variant);
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "%s is not offered on %s (%s)", variant,
+                           device->info.selector, device->info.name);
+    }
     run->choice =
         (locus__choice){.device = device, .chosen_by = LOCUS__CHOSEN_BY_CALLER};
     return LOCUS_SUCCESS;
@@ -279,11 +286,11 @@ static bool worth_another_device(locus_status status)
            status == LOCUS_ERROR_BACKEND;
 }
 
-/* A device the caller did not name refused the op as not supported: an
- * algorithm asked for by name (conv2d's winograd) that its backend lacks.
- * The scheduler knows which ops a device offers, not which algorithms, so
- * the op moves on to the next device. With LOCUS_STRICT=1 a device named
- * in LOCUS_DEVICE does not: the environment asked for that device. */
+/* A device the caller did not name refused the op as not supported: a
+ * shape past its kernels' limits (what a backend offers, by op, algorithm
+ * and dtype, the scheduler knows and keeps to), so the op moves on to the
+ * next device. With LOCUS_STRICT=1 a device named in LOCUS_DEVICE does
+ * not: the environment asked for that device. */
 static bool unsupported_where_chosen(const locus__op_run *run,
                                      locus_status status)
 {

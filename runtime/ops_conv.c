@@ -210,9 +210,14 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
     double bytes = (double)sizes.input_bytes + (double)sizes.filter_bytes +
                    (double)sizes.output_bytes;
     locus_buffer *inputs[] = {input, filter};
-    locus__op_cost cost = {
-        LOCUS__OP_CONV2D,          2.0 * (double)sizes.macs, bytes, inputs, 2,
-        (double)sizes.output_bytes};
+    locus__op_cost cost = {.op = LOCUS__OP_CONV2D,
+                           .flops = 2.0 * (double)sizes.macs,
+                           .bytes = bytes,
+                           .inputs = inputs,
+                           .input_count = 2,
+                           .output_bytes = (double)sizes.output_bytes,
+                           .algorithm = (int)desc->algorithm,
+                           .dtype = desc->dtype};
     conv_args args = {desc, cost.flops, bytes};
     return locus__op_dispatch(&run, device, &cost, &args, record);
 }

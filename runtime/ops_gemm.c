@@ -237,9 +237,13 @@ static locus_status gemm_scale_c(locus_context *context, locus_device *device,
         c, write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
     double bytes = LOCUS__FLOAT_BYTES * (write_only ? 1.0 : 2.0) * (double)mn;
     locus_buffer *inputs[] = {c};
-    locus__op_cost cost = {
-        LOCUS__OP_GEMM, (double)mn,           bytes,
-        inputs,         write_only ? 0u : 1u, (double)mn * LOCUS__FLOAT_BYTES};
+    locus__op_cost cost = {.op = LOCUS__OP_GEMM,
+                           .flops = (double)mn,
+                           .bytes = bytes,
+                           .inputs = inputs,
+                           .input_count = write_only ? 0u : 1u,
+                           .output_bytes = (double)mn * LOCUS__FLOAT_BYTES,
+                           .dtype = resolved->dtype};
     gemm_args args = {resolved, 0.0, bytes};
     return locus__op_dispatch(&run, device, &cost, &args, record);
 }
@@ -263,9 +267,13 @@ static locus_status gemm_full(locus_context *context, locus_device *device,
                    ((double)d->m * (double)d->k + (double)d->k * (double)d->n +
                     (write_only ? 1.0 : 2.0) * (double)d->m * (double)d->n);
     locus_buffer *inputs[] = {a, b, c};
-    locus__op_cost cost = {
-        LOCUS__OP_GEMM, 2.0 * (double)mnk,    bytes,
-        inputs,         write_only ? 2u : 3u, (double)mn * LOCUS__FLOAT_BYTES};
+    locus__op_cost cost = {.op = LOCUS__OP_GEMM,
+                           .flops = 2.0 * (double)mnk,
+                           .bytes = bytes,
+                           .inputs = inputs,
+                           .input_count = write_only ? 2u : 3u,
+                           .output_bytes = (double)mn * LOCUS__FLOAT_BYTES,
+                           .dtype = resolved->dtype};
     gemm_args args = {resolved, cost.flops, bytes};
     return locus__op_dispatch(&run, device, &cost, &args, record);
 }

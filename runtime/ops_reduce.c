@@ -106,8 +106,12 @@ LOCUS_API locus_status locus_reduce(locus_context *context,
     locus__op_run run = {.context = context, .type = &locus__reduce_op};
     run.operands[0] = (locus__operand){x, LOCUS__READ, NULL};
     locus_buffer *inputs[] = {x};
-    locus__op_cost cost = {
-        LOCUS__OP_REDUCE, (double)desc.count, (double)bytes, inputs, 1, 0};
+    locus__op_cost cost = {.op = LOCUS__OP_REDUCE,
+                           .flops = (double)desc.count,
+                           .bytes = (double)bytes,
+                           .inputs = inputs,
+                           .input_count = 1,
+                           .dtype = desc.dtype};
     reduce_args args = {&desc, NAN};
     status = locus__op_dispatch(&run, device, &cost, &args, record);
     if (status == LOCUS_SUCCESS)

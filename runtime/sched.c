@@ -1,9 +1,9 @@
 #include "scheduler.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "calibration.h"
-#include "cpu_inline.h"
 #include "device.h"
 #include "status.h"
 
@@ -20,18 +20,46 @@ const char *locus__op_name(locus__op_kind op)
     return "op";
 }
 
-bool locus__device_offers(const locus_device *device, locus__op_kind op)
+bool locus__device_offers_variant(const locus_device *device, locus__op_kind op,
+                                  int algorithm, locus_dtype dtype)
 {
-    const locus_backend *table = device->backend->table;
+    const locus__backend_slot *slot = device->backend;
+    const locus_backend *table = slot->table;
+    bool has = false;
     switch (op) {
     case LOCUS__OP_REDUCE:
-        return table->reduce != NULL;
+        has = table->reduce != NULL;
+        break;
     case LOCUS__OP_GEMM:
-        return table->gemm != NULL;
+        has = table->gemm != NULL;
+        break;
     case LOCUS__OP_CONV2D:
-        return table->conv2d != NULL;
+        has = table->conv2d != NULL;
+        break;
     }
-    return false;
+    return has && (!table->offers ||
+                   table->offers(slot->state, device->index_in_backend,
+                                 (locus_op_kind)op, algorithm, dtype) == 1);
+}
+
+bool locus__device_offers(const locus_device *device, locus__op_kind op)
+{
+    return locus__device_offers_variant(device, op, 0, LOCUS_DTYPE_F32);
+}
+
+void locus__op_variant_name(const locus__op_cost *cost, char *text,
+                            size_t capacity)
+{
+    locus_dtype dtype = cost->dtype ? cost->dtype : LOCUS_DTYPE_F32;
+    char algorithm[48] = "";
+    if (cost->op == LOCUS__OP_CONV2D && cost->algorithm != LOCUS_CONV_AUTO)
+        snprintf(
+            algorithm, sizeof algorithm, " algorithm %s",
+            locus_conv_algorithm_str((locus_conv_algorithm)cost->algorithm));
+    snprintf(text, capacity, "%s%s%s", locus__op_name(cost->op), algorithm,
+             dtype == LOCUS_DTYPE_F32   ? ""
+             : dtype == LOCUS_DTYPE_F64 ? " in f64"
+                                        : " in an unknown dtype");
 }
 
 static uint64_t copy_bit(const locus_device *device)
@@ -116,26 +144,24 @@ static double transfer_seconds(locus_context *context, locus_device *device,
     return seconds;
 }
 
-/* Whether an op of this cost goes to the pool when it runs on the CPU:
- * the CPU backend runs a job below its inline thresholds on the calling
- * thread (cpu_inline.h: a reduce by its bytes, gemm and conv2d by their
- * flops), which wakes nobody. */
-static bool uses_pool(const locus__op_cost *cost)
+/* Whether an op of this cost, on a device of a backend that runs on the
+ * pool, goes to the pool: the backend runs a job below its inline
+ * thresholds on the calling thread (a reduce by its bytes, gemm and
+ * conv2d by their flops), which wakes nobody. */
+static bool uses_pool(const locus_device *device, const locus__op_cost *cost)
 {
+    const locus_backend *table = device->backend->table;
     if (cost->op == LOCUS__OP_REDUCE)
-        return cost->bytes >= (double)LOCUS__CPU_INLINE_BYTES;
-    return cost->flops >= LOCUS__CPU_INLINE_FLOPS;
+        return cost->bytes >= table->inline_bytes;
+    return cost->flops >= table->inline_flops;
 }
 
-/* The pool workers a CPU device's ops run on, numbered as the CPU backend
- * numbers its devices (locus__cpu_device_workers): device 0 on every
- * worker, device k on those of the k-th NUMA node. */
-static int pool_node(const locus_context *context, const locus_device *device)
+/* Whether the device's pool workers would have to wake for this op now. */
+static bool would_wake(locus_context *context, const locus_device *device,
+                       const locus__op_cost *cost)
 {
-    size_t k = device->index_in_backend;
-    if (k == 0 || k > (size_t)context->topology.node_count)
-        return -1;
-    return context->topology.nodes[k - 1].os_index;
+    return locus__runs_on_pool(device) && uses_pool(device, cost) &&
+           locus__pool_asleep(context->pool, locus__pool_node_of(device));
 }
 
 static uint64_t ordinal_bit(const locus_device *device)
@@ -151,12 +177,9 @@ static uint64_t asleep_devices(locus_context *context,
                                const locus__op_cost *cost)
 {
     uint64_t asleep = 0;
-    if (!uses_pool(cost))
-        return 0;
     for (size_t d = 0; d < context->device_count; d++) {
         const locus_device *device = &context->devices[d];
-        if (locus__runs_on_pool(device) &&
-            locus__pool_asleep(context->pool, pool_node(context, device)))
+        if (would_wake(context, device, cost))
             asleep |= ordinal_bit(device);
     }
     return asleep;
@@ -210,10 +233,8 @@ static double estimate(locus_context *context, locus_device *device,
 double locus__sched_estimate(locus_context *context, locus_device *device,
                              const locus__op_cost *cost)
 {
-    uint64_t asleep = 0;
-    if (locus__runs_on_pool(device) && uses_pool(cost) &&
-        locus__pool_asleep(context->pool, pool_node(context, device)))
-        asleep = ordinal_bit(device);
+    uint64_t asleep =
+        would_wake(context, device, cost) ? ordinal_bit(device) : 0;
     return estimate(context, device, cost, asleep);
 }
 
@@ -316,7 +337,7 @@ static locus_device *rank_devices(locus_context *context,
         locus_device *device = &context->devices[d];
         /* A NUMA node's CPU device with no worker of this process (the
          * pool was narrowed by taskset or an MPI launcher) cannot run. */
-        if (!locus__device_offers(device, cost->op) ||
+        if (!locus__device_offers_cost(device, cost) ||
             device->info.compute_units <= 0 ||
             (excluded & (UINT64_C(1) << device->ordinal)))
             continue;
@@ -522,6 +543,8 @@ static bool memo_key(locus_context *context, const locus__op_cost *cost,
     key->flops = cost->flops;
     key->bytes = cost->bytes;
     key->output_bytes = cost->output_bytes;
+    key->algorithm = cost->algorithm;
+    key->dtype = cost->dtype;
     key->input_count = cost->input_count;
     for (size_t i = 0; i < cost->input_count; i++) {
         locus_buffer *buffer = cost->inputs[i];
@@ -537,8 +560,9 @@ static bool memo_key(locus_context *context, const locus__op_cost *cost,
 static bool same_key(const locus__choice_memo *a, const locus__choice_memo *b)
 {
     if (a->flops != b->flops || a->bytes != b->bytes ||
-        a->output_bytes != b->output_bytes ||
-        a->input_count != b->input_count || a->asleep != b->asleep)
+        a->output_bytes != b->output_bytes || a->algorithm != b->algorithm ||
+        a->dtype != b->dtype || a->input_count != b->input_count ||
+        a->asleep != b->asleep)
         return false;
     for (size_t i = 0; i < a->input_count; i++)
         if (a->masks[i] != b->masks[i] || a->sizes[i] != b->sizes[i])
@@ -599,38 +623,61 @@ locus_status locus__sched_choose(locus_context *context,
     memset(out, 0, sizeof *out);
     const locus__selector_list *list = &context->config.device;
     bool any_auto = false;
+    const locus_device *refusing = NULL; /* matched, but does not offer it */
     for (size_t i = 0; i < list->count; i++) {
-        if (list->items[i].kind == LOCUS__SELECT_AUTO) {
+        if (list->items[i].is_auto) {
             any_auto = true;
             break;
         }
         locus_device *device = locus__device_match(context, &list->items[i]);
-        if (device && locus__device_offers(device, cost->op)) {
+        if (device && locus__device_offers_cost(device, cost)) {
             out->device = device;
             out->chosen_by = LOCUS__CHOSEN_BY_ENVIRONMENT;
             return LOCUS_SUCCESS;
         }
+        /* It has the op, but not this algorithm or dtype. */
+        if (device && !refusing && locus__device_offers(device, cost->op))
+            refusing = device;
     }
     if (!any_auto) {
         const char *raw = context->config.settings[LOCUS__SET_DEVICE].raw;
+        char why[160] = "", variant[96];
+        locus__op_variant_name(cost, variant, sizeof variant);
+        if (refusing)
+            snprintf(why, sizeof why, " (%s is not offered on %s)", variant,
+                     refusing->info.selector);
+        /* The device asked for lacks what the op asks: as if the caller
+         * had named it. */
+        if (context->config.strict && refusing)
+            return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                               "%s is not offered on %s (%s), and "
+                               "LOCUS_DEVICE='%s' with LOCUS_STRICT=1 keeps "
+                               "the op there",
+                               variant, refusing->info.selector,
+                               refusing->info.name, raw ? raw : "");
         if (context->config.strict)
             return locus__fail(LOCUS_ERROR_DEVICE_UNAVAILABLE,
                                "LOCUS_DEVICE='%s' names no available device "
                                "that offers this op, and LOCUS_STRICT=1",
                                raw ? raw : "");
-        locus__log(context, LOCUS_LOG_WARN,
+        /* A device that has the op but not this form of it is what the
+         * op asked for, not a mistake in the variable: said at info, as
+         * the refusal it replaces was. */
+        locus__log(context, refusing ? LOCUS_LOG_INFO : LOCUS_LOG_WARN,
                    "LOCUS_DEVICE='%s' names no available device that offers "
-                   "this op; choosing automatically",
-                   raw ? raw : "");
+                   "this op%s; choosing automatically",
+                   raw ? raw : "", why);
     }
     locus__choice_memo key;
     bool keyed = memo_key(context, cost, &key);
     if (!keyed || !memo_recall(context, cost->op, &key, out)) {
         uint64_t asleep = keyed ? key.asleep : asleep_devices(context, cost);
-        if (!rank_devices(context, cost, 0, asleep, out))
+        if (!rank_devices(context, cost, 0, asleep, out)) {
+            char variant[96];
+            locus__op_variant_name(cost, variant, sizeof variant);
             return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                               "no available device offers %s",
-                               locus__op_name(cost->op));
+                               "no available device offers %s", variant);
+        }
         /* Measured only when the choice hangs on it, and briefly. */
         locus_device *probe = probe_target(context, out);
         if (probe && locus__probe(context, probe))

@@ -5,13 +5,20 @@
 #include "buffer.h"
 #include "context.h"
 
+/* The public locus_op_kind's values, which backends are asked about. */
 typedef enum locus__op_kind {
-    LOCUS__OP_REDUCE,
-    LOCUS__OP_GEMM,
-    LOCUS__OP_CONV2D,
+    LOCUS__OP_REDUCE = LOCUS_OP_REDUCE,
+    LOCUS__OP_GEMM = LOCUS_OP_GEMM,
+    LOCUS__OP_CONV2D = LOCUS_OP_CONV2D,
 } locus__op_kind;
 
 const char *locus__op_name(locus__op_kind op);
+/* Whether the device offers the op with this algorithm (conv2d's; 0 for
+ * the others) and dtype: its backend has the op's function and, where it
+ * answers, says so (backend.h, offers). */
+bool locus__device_offers_variant(const locus_device *device, locus__op_kind op,
+                                  int algorithm, locus_dtype dtype);
+/* The op in its default form: algorithm 0 (conv2d's auto), f32. */
 bool locus__device_offers(const locus_device *device, locus__op_kind op);
 
 /* What one op asks of a device, for the cost model. */
@@ -23,7 +30,25 @@ typedef struct locus__op_cost {
     size_t input_count;
     double output_bytes; /* what returns to the host when the data came
                             from there */
+    /* What the devices must offer: conv2d's algorithm (0, auto, for the
+     * others) and the dtype (0 reads as f32). */
+    int algorithm;
+    locus_dtype dtype;
 } locus__op_cost;
+
+/* Whether the device offers what the cost describes. */
+static inline bool locus__device_offers_cost(const locus_device *device,
+                                             const locus__op_cost *cost)
+{
+    return locus__device_offers_variant(device, cost->op, cost->algorithm,
+                                        cost->dtype ? cost->dtype
+                                                    : LOCUS_DTYPE_F32);
+}
+
+/* "conv2d algorithm winograd", "gemm in f64": the op as the messages
+ * name what a device does not offer. */
+void locus__op_variant_name(const locus__op_cost *cost, char *text,
+                            size_t capacity);
 
 /* Who chose an op's device. */
 typedef enum locus__chosen_by {

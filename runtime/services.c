@@ -138,6 +138,12 @@ static const char *service_forced_cpu_isa(void *runtime)
     return locus__isa_name(context->config.cpu_isa);
 }
 
+static int service_topology_is_this_system(void *runtime)
+{
+    const locus_context *context = runtime;
+    return context->topology.is_this_system;
+}
+
 static size_t service_cache_bytes(void *runtime, int level)
 {
     const locus_context *context = runtime;
@@ -195,4 +201,5 @@ void locus__services_fill(locus_services *services)
     services->forced_cpu_isa = service_forced_cpu_isa;
     services->cache_bytes = service_cache_bytes;
     services->cache_sharing = service_cache_sharing;
+    services->topology_is_this_system = service_topology_is_this_system;
 }

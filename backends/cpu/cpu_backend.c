@@ -2,6 +2,7 @@
  * pool; on machines of two or more NUMA nodes, device i is the workers of
  * the node at position i - 1, so an application can keep work and data on
  * one node. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,19 @@ static locus_status cpu_init(const locus_services *services, void *runtime,
     s->services = services;
     s->runtime = runtime;
 
+    const char *forced = services->forced_cpu_isa(runtime);
+    if (!locus__cpu_isa_supported(forced)) {
+        snprintf(reason, reason_size,
+                 "LOCUS_CPU_ISA='%s' is not supported "
+                 "by this cpu",
+                 forced);
+        status = services->fail(LOCUS_ERROR_UNUSABLE_ENVIRONMENT,
+                                "LOCUS_CPU_ISA='%s' is not supported by this "
+                                "cpu",
+                                forced);
+        goto free_state;
+    }
+
     long page = sysconf(_SC_PAGESIZE);
     s->page_size = page > 0 ? (size_t)page : 4096;
 
@@ -99,7 +113,7 @@ static locus_status cpu_init(const locus_services *services, void *runtime,
         s->nodes[i].memory_bytes = info.memory_bytes;
     }
 
-    locus__cpu_isa_init(&s->isa, services->forced_cpu_isa(runtime));
+    locus__cpu_isa_init(&s->isa, forced);
     s->gemm_workspace = locus__gemm_workspace_create(services, runtime);
     s->filter_cache = locus__filter_cache_create(services, runtime);
 
@@ -203,6 +217,121 @@ locus_status locus__cpu_check_dtype(const locus__cpu_state *state,
                                  (int)dtype);
 }
 
+/* ---- what the backend says of itself ------------------------------------ */
+
+/* "numa=N": the device of the NUMA node whose OS number is N. */
+static bool parse_numa_part(const char *part, int *node)
+{
+    if (strncmp(part, "numa=", 5) != 0)
+        return false;
+    const char *digits = part + 5;
+    size_t length = strlen(digits);
+    if (length == 0 || length > 9)
+        return false;
+    int value = 0;
+    for (size_t i = 0; i < length; i++) {
+        if (digits[i] < '0' || digits[i] > '9')
+            return false;
+        value = value * 10 + (digits[i] - '0');
+    }
+    *node = value;
+    return true;
+}
+
+/* The OS numbers of the nodes, "0" or "0,1,2,3". */
+static void node_list(const locus__cpu_state *s, char *text, size_t capacity)
+{
+    size_t used = 0;
+    text[0] = '\0';
+    for (int n = 0; n < s->node_count && used < capacity; n++) {
+        int written = snprintf(text + used, capacity - used, "%s%d",
+                               n ? "," : "", s->nodes[n].os_index);
+        if (written < 0)
+            break;
+        used += (size_t)written;
+    }
+}
+
+static int cpu_selector_part(void *state, size_t device, const char *part,
+                             char *why, size_t why_size)
+{
+    int node;
+    if (!parse_numa_part(part, &node)) {
+        snprintf(why, why_size,
+                 "'%s' is not numa=N (N the OS number of a NUMA node)", part);
+        return -1;
+    }
+    const locus__cpu_state *s = state;
+    if (!s)
+        return 0;
+    /* One node: the whole-machine device is that node's device. */
+    bool match = s->device_count == 1
+                     ? s->node_count == 1 && s->nodes[0].os_index == node
+                     : device > 0 && device < s->device_count &&
+                           s->nodes[device - 1].os_index == node;
+    if (match)
+        return 1;
+    char nodes[256];
+    node_list(s, nodes, sizeof nodes);
+    snprintf(why, why_size, "no NUMA node %d: %s has node%s %s", node,
+             s->services->topology_is_this_system(s->runtime) ? "this machine"
+                                                              : "the topology",
+             s->node_count == 1 ? "" : "s", nodes);
+    return 0;
+}
+
+/* Device 0 is "cpu", device i "cpu:numa=N" for the node at position
+ * i - 1. */
+static void cpu_device_selector(void *state, size_t device, char *part,
+                                size_t capacity)
+{
+    const locus__cpu_state *s = state;
+    if (device == 0 || device >= s->device_count) {
+        if (capacity)
+            part[0] = '\0';
+    } else
+        snprintf(part, capacity, "numa=%d", s->nodes[device - 1].os_index);
+}
+
+static int cpu_pool_node(void *state, size_t device)
+{
+    const locus__cpu_state *s = state;
+    if (device == 0 || device >= s->device_count)
+        return -1;
+    return s->nodes[device - 1].os_index;
+}
+
+/* The nominal figures know the cores, not their vector width or clock
+ * (a probe measures those at the first op that needs them). The wake-up
+ * is about what waking a pool of workers from deep idle adds to an op;
+ * leaving it out would have the nominal model keep every mid-size op on
+ * the CPU after a pause (docs/PERFORMANCE.md). */
+static void cpu_nominal_rates(void *state, size_t device,
+                              const locus_device_info *info,
+                              locus_backend_rates *rates)
+{
+    (void)state, (void)device;
+    int units = info->compute_units > 0 ? info->compute_units : 1;
+    *rates = (locus_backend_rates){.launch_seconds = 5e-6,
+                                   .gemm_fixed_seconds = 20e-6,
+                                   .gemm_flops = 8e9 * units,
+                                   .conv_fixed_seconds = 20e-6,
+                                   .conv_flops = 4e9 * units,
+                                   .reduce_bytes = 10e9,
+                                   .wake_seconds = 100e-6};
+}
+
+/* Every op in f32; conv2d by im2col, MEC and the implicit GEMM (auto
+ * picks among them), not Winograd. */
+static int cpu_offers(void *state, size_t device, locus_op_kind op,
+                      int algorithm, locus_dtype dtype)
+{
+    (void)state, (void)device, (void)op;
+    if (dtype != LOCUS_DTYPE_F32)
+        return 0;
+    return op != LOCUS_OP_CONV2D || algorithm != LOCUS_CONV_WINOGRAD;
+}
+
 static const locus_backend cpu_backend = {
     .struct_size = sizeof(locus_backend),
     .abi_version = LOCUS_BACKEND_ABI_VERSION,
@@ -218,6 +347,14 @@ static const locus_backend cpu_backend = {
     .reduce = locus__cpu_reduce,
     .gemm = locus__cpu_gemm,
     .conv2d = locus__cpu_conv2d,
+    .selector_parts = 0, /* no cpu:N, no cpu:gpu: cpu and cpu:numa=N */
+    .selector_part = cpu_selector_part,
+    .device_selector = cpu_device_selector,
+    .nominal_rates = cpu_nominal_rates,
+    .pool_node = cpu_pool_node,
+    .inline_flops = LOCUS__CPU_INLINE_FLOPS,
+    .inline_bytes = (double)LOCUS__CPU_INLINE_BYTES,
+    .offers = cpu_offers,
 };
 
 const locus_backend *locus__cpu_backend(void)

@@ -1,8 +1,7 @@
 /* When the CPU backend runs a job on the calling thread instead of the
- * pool: shared with the scheduler (runtime/sched.c), whose cost model must
- * know which CPU ops wake the workers, and calibration, which measures an
- * op just above the threshold. Only these constants, so that the runtime
- * needs none of the backend's state. */
+ * pool. The runtime learns them from the backend's table (inline_flops,
+ * inline_bytes): its cost model must know which CPU ops wake the workers,
+ * and calibration measures an op just above the threshold. */
 #ifndef LOCUS_CPU_INLINE_H
 #define LOCUS_CPU_INLINE_H
 

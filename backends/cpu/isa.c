@@ -1,8 +1,8 @@
 /* Run-time choice of the CPU kernels. The x86 kernels exist only where
  * meson built them: x86-64 with GCC or Clang (backends/cpu/meson.build
  * tests the same); elsewhere every table is the portable one. */
-#include <string.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "isa.h"
 #include "kernels/kernels.h"
@@ -13,9 +13,10 @@
 
 enum isa_level { LEVEL_GENERIC = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
 
-static enum isa_level supported_level(void)
+/* What this cpu runs, whether or not the build holds its kernels. */
+static enum isa_level cpu_level(void)
 {
-#ifdef LOCUS_CPU_X86_KERNELS
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     /* __builtin_cpu_supports also checks that the OS saves the wider
      * registers (XCR0), not only the CPUID bits. */
     __builtin_cpu_init();
@@ -27,6 +28,15 @@ static enum isa_level supported_level(void)
     return LEVEL_GENERIC;
 }
 
+static enum isa_level supported_level(void)
+{
+#ifdef LOCUS_CPU_X86_KERNELS
+    return cpu_level();
+#else
+    return LEVEL_GENERIC;
+#endif
+}
+
 static enum isa_level forced_level(const char *forced)
 {
     if (!forced || strcmp(forced, "avx512") == 0)
@@ -34,6 +44,11 @@ static enum isa_level forced_level(const char *forced)
     if (strcmp(forced, "avx2") == 0)
         return LEVEL_AVX2;
     return LEVEL_GENERIC;
+}
+
+bool locus__cpu_isa_supported(const char *forced)
+{
+    return !forced || forced_level(forced) <= cpu_level();
 }
 
 void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)

@@ -5,6 +5,7 @@
 #ifndef LOCUS_CPU_ISA_H
 #define LOCUS_CPU_ISA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* C[0..mr)[0..nr) (rows ldc floats apart) = alpha * sum_p a_p b_p^T
@@ -93,9 +94,14 @@ typedef struct locus__cpu_isa {
 #define LOCUS__MAX_NR 32
 #define LOCUS__MAX_DIRECT_FILTERS 32
 
+/* Whether this cpu runs the level `forced` names ("generic", "avx2",
+ * "avx512"; NULL: not forced, always true): forcing kernels the cpu
+ * lacks would end in SIGILL, so the backend refuses to start instead. */
+bool locus__cpu_isa_supported(const char *forced);
+
 /* Fills isa with the best kernels this CPU supports, capped at `forced`
  * ("generic", "avx2", "avx512"; NULL: not forced). A forced level the CPU
- * lacks is never installed (the runtime refuses it earlier); the table
+ * lacks is never installed (cpu_init refuses it earlier); the table
  * then holds the best level below it. */
 void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced);
 

@@ -437,6 +437,38 @@ void locus__cuda_set_algorithm(locus_op_context *op, const char *algorithm)
     locus_op_set_algorithm(op, algorithm);
 }
 
+/* The nominal figures of a CUDA GPU by its SMs: a launch of about ten
+ * microseconds and the copy rates of a PCIe link, pinned copies about
+ * twice the pageable ones. */
+static void cuda_nominal_rates(void *state, size_t index,
+                               const locus_device_info *info,
+                               locus_backend_rates *rates)
+{
+    (void)state, (void)index;
+    int units = info->compute_units > 0 ? info->compute_units : 1;
+    double launch = 10e-6, flops = 128e9 * units;
+    *rates = (locus_backend_rates){.launch_seconds = launch,
+                                   .gemm_fixed_seconds = 2 * launch,
+                                   .gemm_flops = flops,
+                                   .conv_fixed_seconds = 2 * launch,
+                                   .conv_flops = flops / 2,
+                                   .reduce_bytes = 1e12,
+                                   .upload_pageable_bytes = 12e9,
+                                   .upload_pinned_bytes = 25e9,
+                                   .download_bytes = 12e9,
+                                   .transfer_seconds = launch,
+                                   .download_pinned_bytes = 25e9};
+}
+
+/* Every op and conv2d algorithm, in f32; shapes past the kernels' limits
+ * are refused by the ops themselves. */
+static int cuda_offers(void *state, size_t index, locus_op_kind op,
+                       int algorithm, locus_dtype dtype)
+{
+    (void)state, (void)index, (void)op, (void)algorithm;
+    return dtype == LOCUS_DTYPE_F32;
+}
+
 static const locus_backend cuda_backend = {
     .struct_size = sizeof(locus_backend),
     .abi_version = LOCUS_BACKEND_ABI_VERSION,
@@ -454,6 +486,9 @@ static const locus_backend cuda_backend = {
     .conv2d = locus__cuda_conv2d_op,
     .pin = locus__cuda_pin,
     .unpin = locus__cuda_unpin,
+    .selector_parts = LOCUS_SELECTOR_INDEX, /* cuda:N */
+    .nominal_rates = cuda_nominal_rates,
+    .offers = cuda_offers,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

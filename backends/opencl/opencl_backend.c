@@ -426,6 +426,50 @@ static locus_status opencl_download(void *opaque, size_t index,
     return LOCUS_SUCCESS;
 }
 
+/* Nominal figures by the device's kind and compute units: a GPU's
+ * launch and copies through the driver's queue, a CPU device's sharing
+ * the cores with the runtime's own workers. */
+static void opencl_nominal_rates(void *opaque, size_t index,
+                                 const locus_device_info *info,
+                                 locus_backend_rates *rates)
+{
+    (void)opaque, (void)index;
+    int units = info->compute_units > 0 ? info->compute_units : 1;
+    if (info->kind == LOCUS_DEVICE_GPU) {
+        double launch = 30e-6, flops = 64e9 * units;
+        *rates = (locus_backend_rates){.launch_seconds = launch,
+                                       .gemm_fixed_seconds = 2 * launch,
+                                       .gemm_flops = flops,
+                                       .conv_fixed_seconds = 2 * launch,
+                                       .conv_flops = flops / 2,
+                                       .reduce_bytes = 1e12,
+                                       .upload_pageable_bytes = 12e9,
+                                       .download_bytes = 12e9,
+                                       .transfer_seconds = launch};
+        return;
+    }
+    *rates = (locus_backend_rates){.launch_seconds = 50e-6,
+                                   .gemm_fixed_seconds = 100e-6,
+                                   .gemm_flops = 4e9 * units,
+                                   .conv_fixed_seconds = 100e-6,
+                                   .conv_flops = 2e9 * units,
+                                   .reduce_bytes = 10e9,
+                                   .upload_pageable_bytes = 10e9,
+                                   .download_bytes = 10e9,
+                                   .transfer_seconds = 20e-6};
+}
+
+/* Every op and conv2d algorithm, in f32. Which kernels a device gets
+ * (the CPU variants have no implicit GEMM) is known only once its
+ * program is built, so that refusal stays with the op, which then moves
+ * on to another device; so do shapes past the kernels' limits. */
+static int opencl_offers(void *opaque, size_t index, locus_op_kind op,
+                         int algorithm, locus_dtype dtype)
+{
+    (void)opaque, (void)index, (void)op, (void)algorithm;
+    return dtype == LOCUS_DTYPE_F32;
+}
+
 static const locus_backend opencl_backend = {
     .struct_size = sizeof(locus_backend),
     .abi_version = LOCUS_BACKEND_ABI_VERSION,
@@ -441,6 +485,10 @@ static const locus_backend opencl_backend = {
     .reduce = locus__opencl_reduce,
     .gemm = locus__opencl_gemm,
     .conv2d = locus__opencl_conv2d,
+    /* opencl:N, opencl:gpu, opencl:cpu, opencl:accelerator */
+    .selector_parts = LOCUS_SELECTOR_INDEX | LOCUS_SELECTOR_KIND,
+    .nominal_rates = opencl_nominal_rates,
+    .offers = opencl_offers,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

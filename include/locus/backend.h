@@ -1,16 +1,22 @@
 /*
  * The backend plugin ABI.
  *
- * A backend is a table of function pointers. The CPU backend is compiled into
- * liblocus; CUDA and OpenCL are shared modules that export one function,
- * LOCUS_BACKEND_ENTRY_SYMBOL, returning their table. A module calls into the
- * runtime only through the locus_services table handed to init(), and links
- * no liblocus symbol, so it works with the shared and the static library.
+ * A backend is a table of function pointers that describes itself: its
+ * name, its part of the device-selector grammar, its nominal figures for
+ * the cost model, whether its ops run on the runtime's worker pool, and
+ * which ops, algorithms and dtypes it offers. The runtime names no backend:
+ * its list is the built-in CPU table plus every module locus-<name>.so it
+ * finds (docs/ARCHITECTURE.md, "Adding a backend"). A module exports one
+ * function, LOCUS_BACKEND_ENTRY_SYMBOL, returning its table; it calls into
+ * the runtime only through the locus_services table handed to init(), and
+ * links no liblocus symbol, so it works with the shared and the static
+ * library.
  *
  * The runtime checks abi_version before calling anything else; a table of
  * another version makes the backend absent, with the versions in the reason.
  * Bump LOCUS_BACKEND_ABI_VERSION on any change to these structs that is not
- * an append at the end.
+ * an append at the end. Version 2: the self-description (the fields after
+ * unpin) and services->topology_is_this_system.
  */
 #ifndef LOCUS_BACKEND_H
 #define LOCUS_BACKEND_H
@@ -26,7 +32,7 @@
 extern "C" {
 #endif
 
-#define LOCUS_BACKEND_ABI_VERSION 1u
+#define LOCUS_BACKEND_ABI_VERSION 2u
 #define LOCUS_BACKEND_ENTRY_SYMBOL "locus_backend_entry"
 
 /* Per-op state the runtime hands a backend's op: the record to fill in
@@ -189,12 +195,49 @@ typedef struct locus_services {
      * header checks struct_size before calling it. */
     void (*account_read_rows)(locus_op_context *op, const void *memory,
                               size_t row_bytes, size_t stride, size_t rows);
+
+    /* Nonzero when the topology is this machine's, 0 for a described one
+     * (LOCUS_TOPOLOGY): a backend's messages then say "the topology". */
+    int (*topology_is_this_system)(void *runtime);
 } locus_services;
+
+/* What the cost model assumes of a device until it is measured
+ * (docs/SCHEDULER.md): an op of w flops takes fixed + w / rate, a reduce
+ * launch + bytes / reduce_bytes, a copy transfer_seconds + bytes / rate.
+ * Rates in flop/s or bytes/s; the host <-> device ones are 0 for a device
+ * that computes on host memory, the pinned ones 0 where the backend cannot
+ * pin. */
+typedef struct locus_backend_rates {
+    double launch_seconds; /* the smallest op, end to end */
+    double gemm_fixed_seconds;
+    double gemm_flops;
+    double conv_fixed_seconds;
+    double conv_flops;
+    double reduce_bytes; /* bytes/s read by a large reduce */
+    double upload_pageable_bytes;
+    double upload_pinned_bytes;
+    double download_bytes;
+    double transfer_seconds; /* the latency of one small copy */
+    double download_pinned_bytes;
+    /* What an op on the worker pool pays on top when its workers are
+     * asleep; 0 for a backend whose ops do not run on the pool. */
+    double wake_seconds;
+} locus_backend_rates;
+
+/* The generic selector parts a backend's devices answer to, in
+ * locus_backend.selector_parts: "name:N" (device N of the backend) and
+ * "name:cpu", "name:gpu", "name:accelerator" (the first device of that
+ * locus_device_kind). The runtime matches them itself. */
+#define LOCUS_SELECTOR_INDEX 1u
+#define LOCUS_SELECTOR_KIND 2u
 
 typedef struct locus_backend {
     size_t struct_size;
     uint32_t abi_version; /* LOCUS_BACKEND_ABI_VERSION */
-    const char *name;     /* "cpu", "cuda", "opencl" */
+    /* The backend's name: what LOCUS_BACKENDS and selectors call it, and a
+     * module's file name (locus-<name>.so), which it must equal: 1 to 15
+     * lowercase letters, digits or '_', a letter first. */
+    const char *name;
     /* Nonzero: the device computes on host memory; ops receive host pointers
      * and the memory functions below may be NULL. */
     int host_memory;
@@ -248,6 +291,58 @@ typedef struct locus_backend {
      * the pinned host -> device rate with it. unpin undoes pin. */
     locus_status (*pin)(void *state, size_t device, void *host, size_t bytes);
     void (*unpin)(void *state, size_t device, void *host);
+
+    /* ---- what the backend says of itself (ABI 2) ----------------------
+     * Selectors are "name", "name:N", "name:KIND" or "name:PART". "name"
+     * is the backend's first device; N and KIND are matched by the
+     * runtime where selector_parts has LOCUS_SELECTOR_INDEX or
+     * LOCUS_SELECTOR_KIND; anything else after the colon is the backend's
+     * own part (key=value, such as the cpu's "numa=1"). */
+    unsigned selector_parts;
+    /* Optional (NULL: the backend has no part of its own, and a selector
+     * with one is refused). With state NULL, before the backend starts:
+     * 0 when `part` is one this backend takes, -1 when not, with why
+     * written ("numa=x is not numa=N"). With state: 1 when device matches
+     * it, 0 when not; when no device matches, the runtime quotes the last
+     * why written (say what there is: "no NUMA node 7: this machine has
+     * nodes 0,1"). */
+    int (*selector_part)(void *state, size_t device, const char *part,
+                         char *why, size_t why_size);
+    /* Optional: the device's canonical selector after "name:" ("numa=1"),
+     * or "" for the bare name. NULL: "name:N", N its index. */
+    void (*device_selector)(void *state, size_t device, char *part,
+                            size_t capacity);
+
+    /* Optional: the nominal figures of a device (info as device_info
+     * filled it; rates arrive zeroed). NULL: the runtime's generic ones
+     * for a device of this kind and memory (docs/SCHEDULER.md). */
+    void (*nominal_rates)(void *state, size_t device,
+                          const locus_device_info *info,
+                          locus_backend_rates *rates);
+
+    /* Optional: for a host-memory backend whose ops run on the runtime's
+     * worker pool (services->run), the OS NUMA node whose workers run
+     * device's ops, or -1 for the whole pool. The cost model then adds the
+     * pool's wake-up when those workers sleep, and calibration derives a
+     * node's device's figures from the whole pool's. NULL: the backend's
+     * ops do not run on the pool (they have threads of their own). */
+    int (*pool_node)(void *state, size_t device);
+    /* For a backend on the pool: a job below these, gemm and conv2d by
+     * flops, reduce by the bytes it reads, runs on the calling thread
+     * (services->run_here) and wakes no worker. 0: every job goes to the
+     * pool. */
+    double inline_flops;
+    double inline_bytes;
+
+    /* Optional: whether device offers an op of this kind (locus_op_kind)
+     * with this algorithm (conv2d's locus_conv_algorithm; 0 for reduce
+     * and gemm) and dtype: 1 yes, 0 no. The scheduler never sends an op
+     * to a device that answers 0, and locus_device_offers reports it. A
+     * limit of the shape is no part of this: an op refused for its shape
+     * (LOCUS_ERROR_NOT_SUPPORTED) still moves on to another device. NULL:
+     * every algorithm and dtype of the ops whose function is not NULL. */
+    int (*offers)(void *state, size_t device, locus_op_kind op, int algorithm,
+                  locus_dtype dtype);
 } locus_backend;
 
 #if defined(__GNUC__)

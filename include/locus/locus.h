@@ -321,8 +321,12 @@ LOCUS_API locus_status locus_device_get(locus_context *context, size_t index,
                                         locus_device **out);
 /* The first device matching a selector of the LOCUS_DEVICE grammar:
  * "cpu", "cpu:numa=1", "cuda", "cuda:1", "opencl", "opencl:gpu",
- * "opencl:cpu", "opencl:0", "auto", or a comma list in order of preference.
- * "auto" picks the scheduler's default device. */
+ * "opencl:cpu", "opencl:0", "auto", or a comma list in order of preference
+ * (a backend name, then a device number, a device kind or the backend's
+ * own part). "auto" picks the scheduler's default device. A selector that
+ * does not parse, or names no backend of the context, is
+ * LOCUS_ERROR_INVALID_ARGUMENT; one that matches no device,
+ * LOCUS_ERROR_DEVICE_NOT_FOUND. */
 LOCUS_API locus_status locus_device_find(locus_context *context,
                                          const char *selector,
                                          locus_device **out);
@@ -405,7 +409,9 @@ typedef struct locus_backend_info {
 } locus_backend_info;
 
 LOCUS_API void locus_backend_info_init(locus_backend_info *info);
-/* Every backend Locus knows of, loaded or not: cpu, cuda, opencl. */
+/* Every backend Locus knows of, loaded or not: the built-in cpu, the
+ * modules this build has (cuda, opencl), and any other module
+ * locus-<name>.so found in LOCUS_PLUGIN_PATH or the install dir. */
 LOCUS_API locus_status locus_backend_count(const locus_context *context,
                                            size_t *count);
 LOCUS_API locus_status locus_backend_get(const locus_context *context,
@@ -515,6 +521,13 @@ typedef enum locus_dtype {
     LOCUS_DTYPE_F32 = 1, /* the only one implemented so far */
     LOCUS_DTYPE_F64 = 2,
 } locus_dtype;
+
+/* The kinds of op, for locus_device_offers (new in 0.2). */
+typedef enum locus_op_kind {
+    LOCUS_OP_REDUCE = 0,
+    LOCUS_OP_GEMM = 1,
+    LOCUS_OP_CONV2D = 2,
+} locus_op_kind;
 
 typedef enum locus_provenance {
     LOCUS_PROVENANCE_NONE = 0,      /* not measured */
@@ -693,6 +706,19 @@ typedef enum locus_conv_algorithm {
 } locus_conv_algorithm;
 
 LOCUS_API const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm);
+
+/* Whether the device offers an op of this kind with this algorithm
+ * (conv2d's locus_conv_algorithm; 0 for reduce and gemm, which have one
+ * each) and dtype, as its backend says: *offered is 1 or 0. An op given
+ * no device is never sent to a device that does not offer it; one given a
+ * device that does not is refused with LOCUS_ERROR_NOT_SUPPORTED. A device
+ * that offers an op may still refuse a shape past its kernels' limits (the
+ * op then moves on to another device, unless the caller named it). An
+ * unknown op kind, algorithm or dtype is LOCUS_ERROR_INVALID_ARGUMENT. New
+ * in 0.2. */
+LOCUS_API locus_status locus_device_offers(const locus_device *device,
+                                           locus_op_kind op, int algorithm,
+                                           locus_dtype dtype, int *offered);
 
 /* Input NCHW (batch x in_channels x in_height x in_width), filter KCRS
  * (out_channels x in_channels x kernel_height x kernel_width), output NKPQ

@@ -93,14 +93,16 @@ static void test_selector_grammar(void)
     locus__selector_list list;
     TEST_OK(locus__parse_selector_list("cuda:3,cpu:numa=12,opencl:gpu", &list));
     TEST_EXPECT(list.count == 3, "%zu items", list.count);
-    TEST_EXPECT(list.items[0].kind == LOCUS__SELECT_CUDA &&
+    /* The grammar is every backend's: a name, then a number, a device
+     * kind or the backend's own part, which it reads itself. */
+    TEST_EXPECT(strcmp(list.items[0].backend, "cuda") == 0 &&
                     list.items[0].index == 3,
-                "cuda:3 parsed as kind %d index %d", list.items[0].kind,
+                "cuda:3 parsed as backend %s index %d", list.items[0].backend,
                 list.items[0].index);
-    TEST_EXPECT(list.items[1].kind == LOCUS__SELECT_CPU &&
-                    list.items[1].numa_node == 12,
-                "cpu:numa=12 parsed as node %d", list.items[1].numa_node);
-    TEST_EXPECT(list.items[2].kind == LOCUS__SELECT_OPENCL &&
+    TEST_EXPECT(strcmp(list.items[1].backend, "cpu") == 0 &&
+                    strcmp(list.items[1].part, "numa=12") == 0,
+                "cpu:numa=12 parsed as part '%s'", list.items[1].part);
+    TEST_EXPECT(strcmp(list.items[2].backend, "opencl") == 0 &&
                     list.items[2].want_kind == LOCUS_DEVICE_GPU,
                 "opencl:gpu parsed as want_kind %d", list.items[2].want_kind);
     char text[32];

@@ -78,12 +78,12 @@ static double estimate_spinning(fixture *f, const locus__op_cost *cost)
 
 static locus__op_cost reduce_cost(locus_buffer *const *x, size_t floats)
 {
-    return (locus__op_cost){LOCUS__OP_REDUCE,
-                            (double)floats,
-                            (double)floats * sizeof(float),
-                            x,
-                            1,
-                            0};
+    return (locus__op_cost){.op = LOCUS__OP_REDUCE,
+                            .flops = (double)floats,
+                            .bytes = (double)floats * sizeof(float),
+                            .inputs = x,
+                            .input_count = 1,
+                            .dtype = LOCUS_DTYPE_F32};
 }
 
 /* The CPU's estimate of a reduce of `floats` from the host with the

@@ -228,6 +228,28 @@ static locus_status conv2d(void *state, size_t device,
     return LOCUS_SUCCESS;
 }
 
+/* The figures of a CUDA GPU (backends/cuda), whose name this module
+ * takes: the tests' choices by nominal figures were written for them. */
+static void nominal_rates(void *state, size_t device,
+                          const locus_device_info *info,
+                          locus_backend_rates *rates)
+{
+    (void)state, (void)device;
+    int units = info->compute_units > 0 ? info->compute_units : 1;
+    double launch = 10e-6, flops = 128e9 * units;
+    *rates = (locus_backend_rates){.launch_seconds = launch,
+                                   .gemm_fixed_seconds = 2 * launch,
+                                   .gemm_flops = flops,
+                                   .conv_fixed_seconds = 2 * launch,
+                                   .conv_flops = flops / 2,
+                                   .reduce_bytes = 1e12,
+                                   .upload_pageable_bytes = 12e9,
+                                   .upload_pinned_bytes = 25e9,
+                                   .download_bytes = 12e9,
+                                   .transfer_seconds = launch,
+                                   .download_pinned_bytes = 25e9};
+}
+
 static const locus_backend table = {
     .struct_size = sizeof table,
     .abi_version = LOCUS_BACKEND_ABI_VERSION,
@@ -243,6 +265,8 @@ static const locus_backend table = {
     .reduce = reduce,
     .gemm = gemm,
     .conv2d = conv2d,
+    .selector_parts = LOCUS_SELECTOR_INDEX, /* cuda:N, as the real one */
+    .nominal_rates = nominal_rates,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void)

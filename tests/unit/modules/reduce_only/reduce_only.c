@@ -62,6 +62,8 @@ static const locus_backend table = {
     .fini = fini,
     .device_info = describe,
     .reduce = reduce,
+    /* opencl:N and opencl:gpu, as the real one */
+    .selector_parts = LOCUS_SELECTOR_INDEX | LOCUS_SELECTOR_KIND,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void)
