@@ -305,7 +305,8 @@ typedef struct locus_backend {
      * written ("numa=x is not numa=N"). With state: 1 when device matches
      * it, 0 when not; when no device matches, the runtime quotes the last
      * why written (say what there is: "no NUMA node 7: this machine has
-     * nodes 0,1"). */
+     * nodes 0,1"). A backend with a part keeps a non-NULL state, since
+     * NULL means "parse only". */
     int (*selector_part)(void *state, size_t device, const char *part,
                          char *why, size_t why_size);
     /* Optional: the device's canonical selector after "name:" ("numa=1"),
