@@ -81,26 +81,11 @@ static void generic_rates(const locus_device *device, locus__rates *rates)
                                 .wake_seconds =
                                     locus__runs_on_pool(device) ? 100e-6 : 0};
     } else if (device->info.kind == LOCUS_DEVICE_GPU) {
-        double launch = 30e-6, flops = 64e9 * units;
-        *rates = (locus__rates){.launch_seconds = launch,
-                                .gemm_fixed_seconds = 2 * launch,
-                                .gemm_flops = flops,
-                                .conv_fixed_seconds = 2 * launch,
-                                .conv_flops = flops / 2,
-                                .reduce_bytes = 1e12,
-                                .upload_pageable_bytes = 12e9,
-                                .download_bytes = 12e9,
-                                .transfer_seconds = launch};
+        *rates = locus_backend_rates_linked(30e-6, 64e9 * units, 1e12, 12e9,
+                                            30e-6, 0);
     } else {
-        *rates = (locus__rates){.launch_seconds = 50e-6,
-                                .gemm_fixed_seconds = 100e-6,
-                                .gemm_flops = 4e9 * units,
-                                .conv_fixed_seconds = 100e-6,
-                                .conv_flops = 2e9 * units,
-                                .reduce_bytes = 10e9,
-                                .upload_pageable_bytes = 10e9,
-                                .download_bytes = 10e9,
-                                .transfer_seconds = 20e-6};
+        *rates = locus_backend_rates_linked(50e-6, 4e9 * units, 10e9, 10e9,
+                                            20e-6, 0);
     }
 }
 

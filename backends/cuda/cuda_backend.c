@@ -446,18 +446,8 @@ static void cuda_nominal_rates(void *state, size_t index,
 {
     (void)state, (void)index;
     int units = info->compute_units > 0 ? info->compute_units : 1;
-    double launch = 10e-6, flops = 128e9 * units;
-    *rates = (locus_backend_rates){.launch_seconds = launch,
-                                   .gemm_fixed_seconds = 2 * launch,
-                                   .gemm_flops = flops,
-                                   .conv_fixed_seconds = 2 * launch,
-                                   .conv_flops = flops / 2,
-                                   .reduce_bytes = 1e12,
-                                   .upload_pageable_bytes = 12e9,
-                                   .upload_pinned_bytes = 25e9,
-                                   .download_bytes = 12e9,
-                                   .transfer_seconds = launch,
-                                   .download_pinned_bytes = 25e9};
+    *rates = locus_backend_rates_linked(10e-6, 128e9 * units, 1e12, 12e9, 10e-6,
+                                        25e9);
 }
 
 /* Every op and conv2d algorithm, in f32; shapes past the kernels' limits

@@ -435,28 +435,12 @@ static void opencl_nominal_rates(void *opaque, size_t index,
 {
     (void)opaque, (void)index;
     int units = info->compute_units > 0 ? info->compute_units : 1;
-    if (info->kind == LOCUS_DEVICE_GPU) {
-        double launch = 30e-6, flops = 64e9 * units;
-        *rates = (locus_backend_rates){.launch_seconds = launch,
-                                       .gemm_fixed_seconds = 2 * launch,
-                                       .gemm_flops = flops,
-                                       .conv_fixed_seconds = 2 * launch,
-                                       .conv_flops = flops / 2,
-                                       .reduce_bytes = 1e12,
-                                       .upload_pageable_bytes = 12e9,
-                                       .download_bytes = 12e9,
-                                       .transfer_seconds = launch};
-        return;
-    }
-    *rates = (locus_backend_rates){.launch_seconds = 50e-6,
-                                   .gemm_fixed_seconds = 100e-6,
-                                   .gemm_flops = 4e9 * units,
-                                   .conv_fixed_seconds = 100e-6,
-                                   .conv_flops = 2e9 * units,
-                                   .reduce_bytes = 10e9,
-                                   .upload_pageable_bytes = 10e9,
-                                   .download_bytes = 10e9,
-                                   .transfer_seconds = 20e-6};
+    if (info->kind == LOCUS_DEVICE_GPU)
+        *rates = locus_backend_rates_linked(30e-6, 64e9 * units, 1e12, 12e9,
+                                            30e-6, 0);
+    else
+        *rates = locus_backend_rates_linked(50e-6, 4e9 * units, 10e9, 10e9,
+                                            20e-6, 0);
 }
 
 /* Every op and conv2d algorithm, in f32. Which kernels a device gets

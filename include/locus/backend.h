@@ -224,6 +224,31 @@ typedef struct locus_backend_rates {
     double wake_seconds;
 } locus_backend_rates;
 
+/* Nominal figures of the usual shape for a device whose data crosses a
+ * link, for a backend's nominal_rates: gemm's and conv2d's fixed part two
+ * launches, conv2d at half gemm's rate, copies both ways at copy_bytes
+ * with copy_seconds of latency, pinned copies at pinned_bytes (0: the
+ * backend cannot pin). */
+static inline locus_backend_rates
+locus_backend_rates_linked(double launch_seconds, double flops,
+                           double reduce_bytes, double copy_bytes,
+                           double copy_seconds, double pinned_bytes)
+{
+    locus_backend_rates rates = {0};
+    rates.launch_seconds = launch_seconds;
+    rates.gemm_fixed_seconds = 2 * launch_seconds;
+    rates.gemm_flops = flops;
+    rates.conv_fixed_seconds = 2 * launch_seconds;
+    rates.conv_flops = flops / 2;
+    rates.reduce_bytes = reduce_bytes;
+    rates.upload_pageable_bytes = copy_bytes;
+    rates.upload_pinned_bytes = pinned_bytes;
+    rates.download_bytes = copy_bytes;
+    rates.transfer_seconds = copy_seconds;
+    rates.download_pinned_bytes = pinned_bytes;
+    return rates;
+}
+
 /* The generic selector parts a backend's devices answer to, in
  * locus_backend.selector_parts: "name:N" (device N of the backend) and
  * "name:cpu", "name:gpu", "name:accelerator" (the first device of that

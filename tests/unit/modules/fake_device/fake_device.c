@@ -8,6 +8,8 @@
 
 #include <locus/backend.h>
 
+#include "../fake_reduce.h"
+
 typedef struct fake_state {
     const locus_services *services;
     void *runtime;
@@ -142,18 +144,7 @@ static locus_status reduce(void *state, size_t device,
                            double *result, locus_op_context *op)
 {
     (void)state, (void)device;
-    const float *values = x;
-    double acc = values[0];
-    for (size_t i = 1; i < desc->count; i++) {
-        double v = values[i];
-        if (desc->op == LOCUS_REDUCE_SUM)
-            acc += v;
-        else if (desc->op == LOCUS_REDUCE_MIN)
-            acc = v < acc ? v : acc;
-        else
-            acc = v > acc ? v : acc;
-    }
-    *result = acc;
+    *result = fake_reduce(desc, x);
     snprintf(op->record->algorithm, sizeof op->record->algorithm, "fake");
     return LOCUS_SUCCESS;
 }
@@ -236,18 +227,8 @@ static void nominal_rates(void *state, size_t device,
 {
     (void)state, (void)device;
     int units = info->compute_units > 0 ? info->compute_units : 1;
-    double launch = 10e-6, flops = 128e9 * units;
-    *rates = (locus_backend_rates){.launch_seconds = launch,
-                                   .gemm_fixed_seconds = 2 * launch,
-                                   .gemm_flops = flops,
-                                   .conv_fixed_seconds = 2 * launch,
-                                   .conv_flops = flops / 2,
-                                   .reduce_bytes = 1e12,
-                                   .upload_pageable_bytes = 12e9,
-                                   .upload_pinned_bytes = 25e9,
-                                   .download_bytes = 12e9,
-                                   .transfer_seconds = launch,
-                                   .download_pinned_bytes = 25e9};
+    *rates = locus_backend_rates_linked(10e-6, 128e9 * units, 1e12, 12e9, 10e-6,
+                                        25e9);
 }
 
 static const locus_backend table = {

@@ -5,6 +5,8 @@
 
 #include <locus/backend.h>
 
+#include "../fake_reduce.h"
+
 static locus_status init(const locus_services *services, void *runtime,
                          void **state, size_t *device_count, char *reason,
                          size_t reason_size)
@@ -36,18 +38,7 @@ static locus_status reduce(void *state, size_t device,
                            double *result, locus_op_context *op)
 {
     (void)state, (void)device;
-    const float *values = x;
-    double acc = values[0];
-    for (size_t i = 1; i < desc->count; i++) {
-        double v = values[i];
-        if (desc->op == LOCUS_REDUCE_SUM)
-            acc += v;
-        else if (desc->op == LOCUS_REDUCE_MIN)
-            acc = v < acc ? v : acc;
-        else
-            acc = v > acc ? v : acc;
-    }
-    *result = acc;
+    *result = fake_reduce(desc, x);
     snprintf(op->record->algorithm, sizeof op->record->algorithm,
              "reduce-only");
     return LOCUS_SUCCESS;

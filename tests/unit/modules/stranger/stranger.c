@@ -11,6 +11,8 @@
 
 #include <locus/backend.h>
 
+#include "../fake_reduce.h"
+
 static const int lanes[] = {3, 5};
 #define DEVICE_COUNT (sizeof lanes / sizeof lanes[0])
 
@@ -99,18 +101,7 @@ static locus_status reduce(void *state, size_t device,
                            double *result, locus_op_context *op)
 {
     (void)state, (void)device;
-    const float *values = x;
-    double acc = values[0];
-    for (size_t i = 1; i < desc->count; i++) {
-        double v = values[i];
-        if (desc->op == LOCUS_REDUCE_SUM)
-            acc += v;
-        else if (desc->op == LOCUS_REDUCE_MIN)
-            acc = v < acc ? v : acc;
-        else
-            acc = v > acc ? v : acc;
-    }
-    *result = acc;
+    *result = fake_reduce(desc, x);
     locus_op_set_algorithm(op, "tally");
     return LOCUS_SUCCESS;
 }

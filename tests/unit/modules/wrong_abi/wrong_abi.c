@@ -1,6 +1,15 @@
-/* A module built against a future ABI: the loader must refuse it, naming
- * both versions, and call nothing in it. */
+/* A module built against another ABI: a future one, or (compiled with
+ * -DTEST_ABI_VERSION=1 -DTEST_NAME='"ancient"', modules/abi_v1) the first,
+ * from before backends described themselves. The loader must refuse it,
+ * naming both versions, and call nothing in it. */
 #include <locus/backend.h>
+
+#ifndef TEST_ABI_VERSION
+#define TEST_ABI_VERSION (LOCUS_BACKEND_ABI_VERSION + 1)
+#endif
+#ifndef TEST_NAME
+#define TEST_NAME "cuda"
+#endif
 
 static locus_status never_called(const locus_services *services, void *runtime,
                                  void **state, size_t *device_count,
@@ -13,8 +22,8 @@ static locus_status never_called(const locus_services *services, void *runtime,
 
 static const locus_backend table = {
     .struct_size = sizeof table,
-    .abi_version = LOCUS_BACKEND_ABI_VERSION + 1,
-    .name = "cuda",
+    .abi_version = TEST_ABI_VERSION,
+    .name = TEST_NAME,
     .host_memory = 1,
     .init = never_called,
 };
