@@ -262,11 +262,13 @@ static locus_status choose_device(locus__op_run *run, locus_device *device,
 {
     if (!device)
         return locus__sched_choose(run->context, cost, &run->choice);
-    if (!locus__device_offers(device, cost->op))
-        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "%s is not supported on %s (%s)", run->type->name,
-                           device->info.selector, device->info.name);
+    /* One question on the way of every op; a refusal asks another, to
+     * say whether the device lacks the op or only this form of it. */
     if (!locus__device_offers_cost(device, cost)) {
+        if (!locus__device_offers(device, cost->op))
+            return locus__fail(
+                LOCUS_ERROR_NOT_SUPPORTED, "%s is not supported on %s (%s)",
+                run->type->name, device->info.selector, device->info.name);
         char variant[96];
         locus__op_variant_name(cost, variant, sizeof variant);
         return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
