@@ -3,11 +3,10 @@
  * Each worker starts with an even, contiguous share and runs it from the
  * front, a piece of at most a quarter of what is left at a time; a worker
  * whose share is done takes half of the largest share left from its back.
- * On the 16-core host some workers ran 1.7x slower than the others and
- * some started 15-20 us late, so an even static split ended with the
- * slowest; and an owner that took its whole share at once could not be
- * helped (the implicit GEMM's 16 workers on the 1x1 64->256 @56 layer,
- * batch 1, ended equal shares between 43 and 80-110 us in one call). Which
+ * Workers of one job differ in speed and start (other work on their
+ * cores, a late wake-up), so an even static split ends with the slowest;
+ * and an owner that took its whole share at once could not be helped
+ * (docs/PERFORMANCE.md has the spread seen on the 16-core host). Which
  * worker runs a unit must never change what the unit computes: the callers'
  * results stay bitwise the same.
  *

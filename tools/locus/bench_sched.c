@@ -363,9 +363,10 @@ static locus_status time_once(locus_context *context, locus_device *device,
  * untimed right before each timed run (data placed afresh for both): the
  * timed run then finds its own code, the scheduler's state and its
  * device's driver context warm, as an application repeating an op does,
- * instead of whatever the configuration before it left (another driver
- * context on the same GPU costs 0.1-0.4 ms to switch to; cold caches cost
- * the microsecond ops a microsecond). What differs between auto and a
+ * instead of whatever the configuration before it left (switching to
+ * another driver context on the same GPU costs more than a small op takes,
+ * and cold caches cost the microsecond ops as much as their work:
+ * docs/PERFORMANCE.md). What differs between auto and a
  * fixed device is then their choice and auto's decision, which is what
  * the regret is to measure. */
 static locus_status time_all(locus_context *context, locus_device **devices,

@@ -8,8 +8,8 @@
  * independent FMA chains.
  *
  * The implicit GEMM (conv_implicit.c) does the transpose of this: output
- * positions are its vectors, so it must pack each tile's input (14% of
- * a 3x3 256->256 layer on a Zen 5 core), and on a 14-wide output row a
+ * positions are its vectors, so it must pack each tile's input (a
+ * noticeable part of a 3x3 layer's time), and on a 14-wide output row a
  * 32-position tile wastes an eighth of its lanes. Here the positions are
  * broadcasts, so the input is read in place and a row of 14, 56 or 112
  * positions fills whole tiles.

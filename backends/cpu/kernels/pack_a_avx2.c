@@ -2,9 +2,9 @@
  * implicit convolution's KCRS filter, K x CRS, in conv_implicit.c): the
  * register kernel wants mr rows interleaved depth step by depth step
  * (a[p * mr + row]), a transpose. The scalar loop moves one float per
- * load and store: on the 3x3 256->256 layer at 14x14 that was 11-14% of
- * a batch-1 call. Here eight depth steps of six rows are loaded as six
- * ymm, transposed in registers and stored as eight 6-float columns.
+ * load and store, a tenth or more of a narrow product's time (a batch-1
+ * call of a deep 3x3 layer). Here eight depth steps of six rows are loaded as
+ * six ymm, transposed in registers and stored as eight 6-float columns.
  * Compiled with -mavx2 -mfma; called only on CPUs that have both. */
 #include <immintrin.h>
 

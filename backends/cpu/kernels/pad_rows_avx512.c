@@ -2,8 +2,8 @@
  * 16-float piece of a row is one masked load, whose masked-off lanes read
  * nothing and come back zero, and one masked store. The bands of a 14x14
  * layer have 16-float rows: the portable copy (three calls or loops a
- * row) spent 30-40 cycles a row there, a sixth of a batch-1 call of the
- * 3x3 256->256 layer on 16 workers. Uses AVX-512F only. */
+ * row) spends tens of cycles on each, a large part of a batch-1 call of a
+ * deep layer on many workers. Uses AVX-512F only. */
 #include <immintrin.h>
 #include <stdint.h>
 

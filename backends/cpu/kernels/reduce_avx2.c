@@ -4,8 +4,8 @@
  * (6e-7) relative to its sum of |x|, whatever n: better than pairwise
  * summation (log2 n units) and, on random data, typically 1e-8 or less
  * overall. Converting every float to double instead (vcvtps2pd) is exact
- * but costs a quarter of one core's memory bandwidth (measured on Zen 3:
- * 15 against 20 GB/s); this loop keeps up with memory. Min and max keep four
+ * but falls behind one core's memory bandwidth (docs/PERFORMANCE.md);
+ * this loop keeps up with memory. Min and max keep four
  * 8-lane accumulators and a separate NaN flag, since vminps/vmaxps drop NaN
  * depending on operand order. Compiled with -mavx2 -mfma; called only on CPUs
  * with both. */

@@ -7,8 +7,8 @@
  *
  * The accumulators are 24 named variables, not an array: with acc[12][2]
  * GCC 12-13 kept part of the tile on the stack and copied registers inside
- * the loop, and the kernel ran at 93 GFLOP/s on one Sapphire Rapids core
- * where this form runs at 135-175 (docs/PERFORMANCE.md, the 16-core host). */
+ * the loop, which cost the kernel a large part of its rate
+ * (docs/PERFORMANCE.md, "Moved from code comments"). */
 #include <immintrin.h>
 
 #include "kernels.h"
@@ -17,9 +17,8 @@
 #define NR LOCUS__AVX512_NR
 /* How far ahead, in steps, the packed kernel asks for B's micro-panel
  * (4 KiB at 32): it streams from L2 in the parallel driver's loop order
- * (gemm_block.h). n = 4096 on a 2-core Xeon, against OpenBLAS in the same
- * runs: 0.92 / 0.92 without, 0.96 / 0.96 at 16 steps, 0.97-1.00 at 32,
- * 0.99 / 0.99 at 48. */
+ * (gemm_block.h). Asking ahead is worth a few percent against OpenBLAS at
+ * n = 4096; 32 steps is as good as any farther (docs/PERFORMANCE.md). */
 #define B_PREFETCH_STEPS 32
 
 /* Row i of the tile: c<i>0 and c<i>1 += a[p][i] * the two B vectors;
@@ -73,8 +72,8 @@
 
 /* beta == 0 stores alpha * acc without reading C; otherwise one rounding
  * of alpha * acc, then one of the FMA with beta * C. alpha 1 (`scale` 0)
- * multiplies nothing: 1 * x is x, and the 24 products cost a 64-deep
- * tile 1.5%. */
+ * multiplies nothing: 1 * x is x, and the 24 products are a measurable
+ * part of a short tile. */
 static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
                              __m512 beta, int scale, int read_c)
 {
@@ -96,9 +95,9 @@ static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
  * asks L2 for the next micro-panel's rows (the NR floats after each of
  * its rows). The strided B is an image read in place (conv_implicit.c),
  * its rows a plane apart: the hardware prefetchers follow a few dozen
- * such streams, not the 64-256 of a micro-panel, and without this the 1x1
- * 256->64 @56 layer ran 535 us against 414-434 with it (2-core Xeon).
- * The packed kernel asks L1 for its own B B_PREFETCH_STEPS ahead. */
+ * such streams, not the 64-256 of a micro-panel, and without this a 1x1
+ * layer read in place runs markedly slower (docs/PERFORMANCE.md). The
+ * packed kernel asks L1 for its own B B_PREFETCH_STEPS ahead. */
 static inline __attribute__((always_inline)) void
 tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
      size_t ldc, float alpha, float beta, int prefetch_next, const size_t R,
@@ -114,12 +113,10 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
      * form made GCC copy accumulators between registers in the loop.
      * The tile of C is needed once the loop ends: the first 2 MR steps
      * each start bringing in one of its 2 MR lines. All 24 at once, before
-     * the loop, waited for line fill buffers: on a Xeon core, C 12 x 32
-     * tiles of rows 8 KiB apart (ldc 2048), 146 GFLOP/s against 158 with
-     * the prefetches spread (178 with C in L1). Those steps are a loop of
-     * their own: a test for them in every step, unrolled by 4, ran 64-deep
-     * tiles of a 1x1 layer (B rows 12 KiB apart, C a new 3 MiB stretch)
-     * at 150 GFLOP/s on a Xeon core, against 164 peeled and unrolled by 2. */
+     * the loop, wait for line fill buffers where C's rows are far apart.
+     * Those steps are a loop of their own: a test for them in every step
+     * slows the short tiles of a 1x1 layer (docs/PERFORMANCE.md has the
+     * figures of both). */
     size_t p = 0, head = kc < 2 * rows ? kc : 2 * rows;
 #pragma GCC unroll 2
     for (; p < head; p++) {

@@ -45,10 +45,10 @@
  * - The transposes only change the loaders, each of which is compiled
  *   for both layouts (the layout a constant after inlining); a uniform
  *   branch per k step picks one, the inner loop has none. Four bodies in
- *   uniform branches of one kernel, each with its own barrier loop, were
- *   tried first: PoCL 3.1 (the forced GPU tuning's test device) then
- *   stored the last unrolled row of the epilogue past m and took a minute
- *   to build. So each kernel below inlines the body once, its tile shape
+ *   uniform branches of one kernel, each with its own barrier loop, are
+ *   miscompiled by PoCL 3.1 (the forced GPU tuning's test device: it
+ *   stores the last unrolled row of the epilogue past m) and take it a
+ *   minute to build. So each kernel below inlines the body once, its tile shape
  *   and B loader (matrix or convolution) compile-time constants.
  * - Epilogue: alpha and beta, beta == 0 never reading C (NaN there must
  *   not propagate), bounds checks at the edges, float4 stores where C

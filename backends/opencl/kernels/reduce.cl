@@ -41,8 +41,8 @@ static float4 combine4(int op, float4 acc, float4 v)
  * RWG floats, so a group reads it as aligned float4s, each work-item
  * keeping four lanes (compensated for sums) and the compiler free to have
  * several loads in flight; the at most 3 floats past the last whole
- * float4 go one to a work-item. Scalar loads with one accumulator held the
- * H200 to 0.6 of the CUDA backend's bandwidth at 2^24 floats. The lanes
+ * float4 go one to a work-item. Scalar loads with one accumulator leave a
+ * GPU well short of its bandwidth (docs/PERFORMANCE.md). The lanes
  * and the tail are combined in a fixed order: deterministic. */
 __kernel __attribute__((reqd_work_group_size(RWG, 1, 1))) void
 locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
@@ -96,10 +96,10 @@ locus_reduce(__global const float *x, ulong n, ulong per_group, int op,
  * implementations). The range is read in blocks of BLOCK floats, each
  * combined by a tree of float8 operations that do not depend on each
  * other, and only the block's result goes into the running float8
- * accumulator (compensated for sums). The first version ran the Kahan
- * update on every vector, a chain of four dependent adds per 8 floats that
- * held it to 7 GB/s a core, a quarter of what memory gives; per block the
- * chain is no longer the limit, and the block's tree sum of 8 floats per
+ * accumulator (compensated for sums). The Kahan update on every vector
+ * would be a chain of four dependent adds per 8 floats, which holds a core
+ * far below what memory gives (docs/PERFORMANCE.md); per block the chain
+ * is no longer the limit, and the block's tree sum of 8 floats per
  * lane adds about 3 roundings of a block's magnitude, far below the
  * tolerance. */
 #define BLOCK 64
