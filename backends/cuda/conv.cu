@@ -11,10 +11,10 @@
  *
  * Indices inside one image are 32-bit (the entry points refuse shapes
  * whose image, depth, positions or filter do not fit; the lowered
- * matrices switch to 64-bit indices when they are larger): 64-bit division,
- * which the first version did for every element (five of them in im2col), costs
- * about four times a 32-bit one on the GPU and made the lowering, not the GEMM,
- * most of a convolution's time. Offsets of images in a batch are 64-bit.
+ * matrices switch to 64-bit indices when they are larger): a 64-bit
+ * division costs several 32-bit ones on the GPU, and done for every element
+ * it makes the lowering, not the GEMM, most of a convolution's time.
+ * Offsets of images in a batch are 64-bit.
  */
 #include <cstddef>
 #include <cstdint>
@@ -319,8 +319,8 @@ struct ConvProblem {
 
 /* 2 where the FP32 grid of 128-row tiles has fewer blocks than the GPU
  * has SMs and k is long: the halves of k then run as two blocks, two an
- * SM, where one block an SM hid too little latency. 3x3 256->256 at 14x14
- * batch 32 on the H200 (128 blocks, k 2304): 313 us against 366 whole. */
+ * SM, where one block an SM hides too little latency (docs/PERFORMANCE.md
+ * has the 3x3 256->256 layer at 14x14 both ways). */
 unsigned conv_k_splits(const ConvProblem &p, int math)
 {
     const size_t blocks =

@@ -32,19 +32,11 @@
  * filters; winograd for FP32 3x3 stride-1 layers of at least
  * AUTO_WINOGRAD_MIN_CHANNELS input channels and AUTO_WINOGRAD_MIN_FILTERS
  * filters (fewer gain too little over the transforms' passes); else
- * implicit GEMM. On the H200 at
- * batch 32 the implicit GEMM beat im2col on every other layer of the bench
- * set once its gathers used 32-bit indexing (3x3 64->64 at 56x56: 0.40
- * against 0.69 ms; 7x7/2: 0.35 against 0.65; 3x3 256->256 at 14x14: 0.37
- * against 0.45), and it needs no workspace. MEC is slower on all four.
- * Winograd then beat the implicit GEMM on both 3x3 layers at batch 32 on
- * the H200 (64->64 at 56x56: 199 against 302 us; 256->256 at 14x14: 151
- * against 313 us). The floors are measured (docs/PERFORMANCE.md, 3x3
- * layers at 56x56, batch 32 and 1): with C = K = 4 or 8 input channels
- * the implicit GEMM is 1.2-1.7x faster, from 16 on winograd is as fast or
- * faster (16: 1.15x at batch 32, even at batch 1; 64: 1.5-2.1x), and it
- * stays 1.8-2.3x faster with only 8 filters (64->8); with 3 input
- * channels (3->64) the implicit GEMM is 2.6x faster.
+ * implicit GEMM. The implicit GEMM beats im2col on every other layer of
+ * the bench set and needs no workspace; MEC is slower than both; Winograd
+ * beats the implicit GEMM on 3x3 layers from 16 input channels on, even
+ * with only 8 filters, and loses below (docs/PERFORMANCE.md has the
+ * measured figures and the floors' table).
  * Where auto's winograd cannot get its workspace (device out of memory),
  * the implicit GEMM, which needs none, runs instead.
  *
@@ -60,7 +52,7 @@
 
 #define CONV_WORKSPACE_CAP ((size_t)512 << 20)
 /* auto's winograd: input channels and filters at least these (measured:
- * see above). */
+ * docs/PERFORMANCE.md). */
 #define AUTO_WINOGRAD_MIN_CHANNELS 16
 #define AUTO_WINOGRAD_MIN_FILTERS 8
 /* 4x4 positions of a transformed Winograd tile: one GEMM each. */
@@ -317,10 +309,10 @@ static locus_conv_algorithm choose(const locus__cuda_conv *cv)
     /* FP32 only: the tensor-core GEMMs are several times faster than
      * FP32's, so the multiplies Winograd saves weigh less against its
      * passes over memory, and TF32's operand rounding grows through the
-     * transforms (scripts/winograd-error.py): in TF32 on the H200 it was
-     * 1.7x and 3.1x faster than the implicit GEMM on the two 3x3 layers of
-     * the bench set at batch 32, with up to 2.7x its error (4.1e-4 worst,
-     * relative to the tile's terms); asked for by name it runs. */
+     * transforms (scripts/winograd-error.py): in TF32 its speed-up over
+     * the implicit GEMM comes with a multiple of its error
+     * (docs/PERFORMANCE.md), a trade the caller makes by asking for it by
+     * name. */
     if (cv->math == (int)LOCUS_MATH_FP32 &&
         cv->channels >= AUTO_WINOGRAD_MIN_CHANNELS &&
         cv->filters >= AUTO_WINOGRAD_MIN_FILTERS &&

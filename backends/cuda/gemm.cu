@@ -100,8 +100,8 @@ template <bool TransA, bool TransB> struct GemmProblem {
 /* The tensor-core modes take the multistage kernel when both operands
  * allow its 16-byte copies; C needs nothing (its stores check). FP32 keeps
  * simt_kernel: a multistage version of it (cp.async, k 32 a stage, the
- * same 8 x 8 per thread) ran at the same 37.5 TFLOP/s on the H200, its
- * limit being the FMA loop, not the loads. */
+ * same 8 x 8 per thread) runs no faster, its limit being the FMA loop, not
+ * the loads (docs/PERFORMANCE.md). */
 bool uses_async_kernel(const locus__cuda_gemm *g)
 {
     return g->math != kFp32 && vector_ok(g->a, g->lda, g->a_stride) &&
@@ -155,16 +155,16 @@ cudaError_t dispatch(const locus__cuda_gemm *g, cudaStream_t stream)
 }
 
 /* Splitting k. A plain GEMM of fewer 128 x 128 tiles than the GPU has
- * SMs leaves most of it idle (1024^3: 64 blocks on the H200's 132 SMs,
- * 3xtf32 at 0.55x cuBLAS FP32). Cut k into chunks instead, each chunk's
+ * SMs leaves most of it idle (1024^3: 64 blocks on an H200's 132 SMs).
+ * Cut k into chunks instead, each chunk's
  * product written whole into workspace by one batched launch of the same
  * kernel (alpha 1, beta 0), then summed into C in chunk order by
  * gemm_k_split.cu: no atomics, so the same bits every run. The cost is the
  * partials' traffic, S m n floats written and read, which at these sizes
  * mostly stays in L2. The tensor-core modes split where the multistage
  * kernel takes the call and the wgmma path does not (cuda_ops.c); FP32
- * splits too (its SIMT kernels take any operands): 1024^3 ran at 0.46x
- * cuBLAS unsplit. */
+ * splits too (its SIMT kernels take any operands). docs/PERFORMANCE.md
+ * has the ratios to cuBLAS unsplit. */
 constexpr size_t kMaxSplits = 8;
 /* A shallower chunk would spend most of its time filling the 3-stage
  * pipeline (4 k tiles of 32). */

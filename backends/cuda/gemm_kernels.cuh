@@ -56,10 +56,8 @@ constexpr int kMmaK = 16, kMmaLds = kTileM + 8;
  * which half is past the end. ColGroups: each thread's columns, in groups
  * of 4 spread by 16 (2: 8 x 8 results, warps of 64 x 32; 4: 8 x 16, warps
  * of 64 x 64, half the threads). K: the k step. 16 for the 64-row
- * tile: implicit conv 3x3 64->64 at 56x56 batch 32 on the H200, 299 us
- * against 317 at 8. At 16 the 128-row tiles spill (up to 132 bytes) and
- * lose: 8192^3 at 40.7 against 43.3 TFLOP/s, conv 256->256 at 14x14 380
- * against 366 us. */
+ * tile, which gains from the longer step; at 16 the 128-row tiles spill
+ * registers and lose, so they keep 8 (docs/PERFORMANCE.md). */
 template <int TileM, int ColGroups, int K = kSimtK> struct SimtShape {
     static constexpr int kK = K, kTileM = TileM, kColGroups = ColGroups;
     static constexpr int kWarpN = ColGroups * 16;
@@ -349,11 +347,9 @@ inline int sm_count()
 /* Which FP32 kernel a GEMM of m rows gets, given how many blocks of
  * 128 x 128 its first launch has. 64-row tiles where m <= 64. 8 x 16
  * results a thread where there are blocks enough for two an SM (4 warps
- * each): 0.84-0.85x cuBLAS at 4096 and 8192 on the H200 (0.75-0.76
- * before MatrixLoader's cursor); with
- * fewer, the 256-thread block's 8 warps hide more latency (implicit conv
- * 256->256 at 14x14 batch 32, 128 blocks: 0.37 ms, against 0.50 with
- * 64-row tiles and 0.60 with 8 x 16). */
+ * each), the fastest form of the large products; with fewer, the
+ * 256-thread block's 8 warps hide more latency than either the 64-row
+ * tiles or 8 x 16 (docs/PERFORMANCE.md has both cases' figures). */
 enum SimtVariant { kSimtShort, kSimtWide, kSimtNarrow };
 
 inline SimtVariant choose_simt(size_t m, size_t blocks)

@@ -49,8 +49,8 @@ constexpr int kMnContigLds = kAsyncTile + 8;   /* [k][mn] rows */
 
 /* The warp layout: 4 warps of 64 x 64 (128 threads, two blocks an SM).
  * (A 3xtf32 variant with 8 warps of 64 x 32, one block an SM and a
- * partial-sum array per stage ran at 0.96-1.00x cuBLAS FP32 where this
- * layout, with mma_step's partial sum per k8 step, runs faster.) */
+ * partial-sum array per stage is slower than this layout with mma_step's
+ * partial sum per k8 step: docs/PERFORMANCE.md.) */
 struct AsyncShape {
     static constexpr int kThreads = 128;
     static constexpr int kBlocksPerSm = 2;

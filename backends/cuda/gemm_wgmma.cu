@@ -3,9 +3,9 @@
  * warp-specialized, for plain (unbatched) GEMM in math mode tf32 on
  * compute capability 9.0. Compiled for sm_90a only (meson.build).
  *
- * Why: the mma.sync kernel (gemm_mma_async.cuh) ran at 0.37x cuBLAS TF32
- * on the H200, latency-bound: every warp issued its own loads, ldmatrix
- * and mma and waited on each. Here the roles are split:
+ * Why: the mma.sync kernel (gemm_mma_async.cuh) is latency-bound on
+ * Hopper, far behind cuBLAS TF32 (docs/PERFORMANCE.md): every warp issues
+ * its own loads, ldmatrix and mma and waits on each. Here the roles are split:
  *
  * - Warpgroup 0 is the producer: one thread issues, per k tile of 32, two
  *   TMA copies (A 128 x 32, B 256 x 32) into one of kStages shared-memory
