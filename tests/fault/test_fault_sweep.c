@@ -1,7 +1,7 @@
 /* Injected faults swept over a whole scenario: create a context (the CPU
  * backend and the fake device module), make buffers with every placement,
  * run reduce, gemm and conv2d on the CPU and on the fake device, read
- * everything back, destroy. For each kind of fault (runtime/fault.h) and
+ * everything back, destroy. For each kind of fault (runtime/core/fault.h) and
  * each N, the Nth call of that kind fails once; the scenario must then
  *  - see a clear status (a known error code and a detail that says what
  *    failed) wherever the failure surfaced, never a crash;

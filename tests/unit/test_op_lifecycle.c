@@ -1,7 +1,7 @@
-/* The op table and the one life cycle every op goes through (runtime/ops.h):
- * each kind's entry agrees with the scheduler's names and the queue's
- * needs; the record's chosen_by names; the gemm split, which runs the same
- * life cycle on the host copies, leaves C's copies as they were when a
+/* The op table and the one life cycle every op goes through
+ * (runtime/ops/ops.h): each kind's entry agrees with the scheduler's names and
+ * the queue's needs; the record's chosen_by names; the gemm split, which runs
+ * the same life cycle on the host copies, leaves C's copies as they were when a
  * device fails before any row is written (no copy is dropped: the next op
  * reads C where it is without a transfer), and works in a context that
  * loaded no CPU backend (the host copies are acquired without a host

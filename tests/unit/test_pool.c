@@ -1,4 +1,4 @@
-/* The worker pool's hand-over (runtime/pool.c): every rank of every job
+/* The worker pool's hand-over (runtime/core/pool.c): every rank of every job
  * runs exactly once, whether the workers are still spinning from the last
  * job (jobs back to back) or asleep (a pause longer than the spin between
  * jobs); jobs on one node leave the other node's workers alone; several

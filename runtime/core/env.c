@@ -564,7 +564,7 @@ void locus__config_release(locus__config *config)
  * (docs/ENVIRONMENT.md lists them all), so that none is reported unknown:
  * `LOCUS_WERROR=1 ./test.sh` must not make every test warn. */
 static const char *const other_names[] = {
-    "LOCUS_FAULT",               /* runtime/fault.c, fault-injection builds */
+    "LOCUS_FAULT",               /* core/fault.c, fault-injection builds */
     "LOCUS_OPENCL_CACHE_DIR",    /* the OpenCL module */
     "LOCUS_OPENCL_CACHE_REPORT", /* the OpenCL module, a test hook */
     "LOCUS_OPENCL_EXTRA_SOURCE", /* the OpenCL module, a test hook */
