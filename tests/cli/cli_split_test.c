@@ -20,39 +20,16 @@ static const char *locus_path;
  * variables but LOCUS_PLUGIN_PATH (run_command.h). */
 static char cache_setting[4096];
 
-/* Runs `locus` with up to 15 arguments (NULL-terminated). */
+/* Runs `locus` with its arguments (NULL-terminated), the program cache
+ * setting its environment (run_logged). */
 static command_result run_locus(const char *first, ...)
 {
-    char *argv[16] = {(char *)locus_path, (char *)first};
-    size_t count = 2;
+    const char *env[] = {cache_setting[0] ? cache_setting : NULL, NULL};
     va_list arguments;
     va_start(arguments, first);
-    for (const char *arg; count < 15 && (arg = va_arg(arguments, const char *));
-         ++count)
-        argv[count] = (char *)arg;
+    command_result result = run_logged(locus_path, env, first, arguments);
     va_end(arguments);
-    argv[count] = NULL;
-    fputs("$", stdout);
-    for (size_t i = 0; i < count; ++i)
-        printf(" %s", argv[i]);
-    fputc('\n', stdout);
-    const char *env[] = {cache_setting[0] ? cache_setting : NULL, NULL};
-    command_result result;
-    if (!run_command(argv, env, &result)) {
-        fprintf(stderr, "FAIL: could not run %s\n", locus_path);
-        exit(1);
-    }
     return result;
-}
-
-static void show_output_if_failed(int failures_before,
-                                  const command_result *result)
-{
-    if (failures > failures_before)
-        fprintf(stderr,
-                "exit status %d (signal %d)\n--- stdout\n%s--- "
-                "stderr\n%s---\n",
-                result->exit_status, result->signal, result->out, result->err);
 }
 
 static json_value *parse_output(const command_result *result)

@@ -17,46 +17,16 @@
 
 static const char *locus_path;
 
-/* Runs `locus` with up to 15 arguments (NULL-terminated list) and an
- * environment; prints the command so a failure is easy to replay. */
+/* Runs `locus` with its arguments (NULL-terminated) and an environment
+ * (run_logged). */
 static command_result run_locus(const char *const env[], ...)
 {
-    char *argv[16] = {(char *)locus_path};
-    size_t count = 1;
     va_list arguments;
     va_start(arguments, env);
-    for (const char *arg; count < 15 && (arg = va_arg(arguments, const char *));
-         ++count) {
-        argv[count] = (char *)arg;
-    }
+    const char *first = va_arg(arguments, const char *);
+    command_result result = run_logged(locus_path, env, first, arguments);
     va_end(arguments);
-    argv[count] = NULL;
-    fputs("$", stdout);
-    for (size_t i = 0; env != NULL && env[i] != NULL; ++i) {
-        printf(" %s", env[i]);
-    }
-    for (size_t i = 0; i < count; ++i) {
-        printf(" %s", argv[i]);
-    }
-    fputc('\n', stdout);
-    command_result result;
-    if (!run_command(argv, env, &result)) {
-        fprintf(stderr, "FAIL: could not run %s\n", locus_path);
-        exit(1);
-    }
     return result;
-}
-
-/* On a failed expectation the output explains more than the status. */
-static void show_output_if_failed(int failures_before,
-                                  const command_result *result)
-{
-    if (failures > failures_before) {
-        fprintf(stderr,
-                "exit status %d (signal %d)\n--- stdout\n%s--- "
-                "stderr\n%s---\n",
-                result->exit_status, result->signal, result->out, result->err);
-    }
 }
 
 static bool contains(const char *text, const char *part)

@@ -1,13 +1,15 @@
-/* The failure-counting check of the command tests (cli_test.c and
- * tests/numa/test_numa_cli.c): one run reports every broken expectation
- * instead of stopping at the first. Header only: each test is one
- * translation unit, with its own count. */
+/* The failure-counting check of the command tests (tests/cli/cli_*.c
+ * and tests/numa/test_numa_cli.c): one run reports every broken
+ * expectation instead of stopping at the first. Header only: each test is
+ * one translation unit, with its own count. */
 #ifndef LOCUS_TEST_CLI_EXPECT_H
 #define LOCUS_TEST_CLI_EXPECT_H
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include "run_command.h"
 
 /* Failed expectations so far; a test compares it before and after a step
  * to show the command's output only when that step failed. */
@@ -30,6 +32,19 @@ static inline bool expect(bool condition, const char *format, ...)
         failures++;
     }
     return condition;
+}
+
+/* On a failed expectation since failures_before, the command's output,
+ * which explains more than its status. */
+static inline void show_output_if_failed(int failures_before,
+                                         const command_result *result)
+{
+    if (failures > failures_before) {
+        fprintf(stderr,
+                "exit status %d (signal %d)\n--- stdout\n%s--- "
+                "stderr\n%s---\n",
+                result->exit_status, result->signal, result->out, result->err);
+    }
 }
 
 #endif

@@ -139,3 +139,30 @@ void command_result_free(command_result *result)
     free(result->err);
     memset(result, 0, sizeof(*result));
 }
+
+command_result run_logged(const char *path, const char *const env[],
+                          const char *first, va_list rest)
+{
+    char *argv[RUN_LOGGED_MAX_ARGUMENTS + 2] = {(char *)path};
+    size_t count = 1;
+    for (const char *arg = first;
+         arg != NULL && count <= RUN_LOGGED_MAX_ARGUMENTS;
+         arg = va_arg(rest, const char *)) {
+        argv[count++] = (char *)arg;
+    }
+    argv[count] = NULL;
+    fputs("$", stdout);
+    for (size_t i = 0; env != NULL && env[i] != NULL; ++i) {
+        printf(" %s", env[i]);
+    }
+    for (size_t i = 0; i < count; ++i) {
+        printf(" %s", argv[i]);
+    }
+    fputc('\n', stdout);
+    command_result result;
+    if (!run_command(argv, env, &result)) {
+        fprintf(stderr, "FAIL: could not run %s\n", path);
+        exit(1);
+    }
+    return result;
+}

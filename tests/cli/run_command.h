@@ -4,6 +4,7 @@
 #ifndef LOCUS_TEST_RUN_COMMAND_H
 #define LOCUS_TEST_RUN_COMMAND_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,5 +25,15 @@ typedef struct command_result {
 bool run_command(char *const argv[], const char *const env[],
                  command_result *result);
 void command_result_free(command_result *result);
+
+/* The tests' way to run the command: the program at path with the
+ * arguments first and those after it in rest up to a NULL (at most
+ * RUN_LOGGED_MAX_ARGUMENTS; first NULL: none), under env as for
+ * run_command. The command line is printed on stdout first, so that a
+ * failure is easy to replay. A program that cannot be run at all ends the
+ * test (exit 1): nothing after it could be checked. */
+#define RUN_LOGGED_MAX_ARGUMENTS 14
+command_result run_logged(const char *path, const char *const env[],
+                          const char *first, va_list rest);
 
 #endif
