@@ -450,6 +450,13 @@ static void check_bench_result(const json_value *entry, const char *op)
            json_is(error, JSON_NUMBER) ? error->number : NAN);
     const json_value *passed = json_get(entry, "passed");
     expect(json_is(passed, JSON_BOOL) && passed->boolean, "not passed");
+    /* The runs here leave --math at its default; reduce has no math. */
+    const json_value *math = json_get(entry, "math");
+    if (strcmp(op, "reduce") == 0)
+        expect(math == NULL, "reduce has a \"math\" key");
+    else
+        expect(json_is(math, JSON_STRING) && strcmp(math->string, "fp32") == 0,
+               "math is not \"fp32\"");
 }
 
 /* Runs a bench with --json and checks each result. */

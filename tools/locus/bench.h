@@ -164,6 +164,21 @@ void bench_print_json(const bench_request *request,
 
 /* The op's name in records and reports. */
 const char *bench_op_name(bench_op op);
+/* The math mode as --math spells it, for the reports and the pictures
+ * (inline: the svg test program links the pictures without the
+ * reports). */
+static inline const char *bench_math_name(locus_math_mode math)
+{
+    switch (math) {
+    case LOCUS_MATH_TF32:
+        return "tf32";
+    case LOCUS_MATH_3XTF32:
+        return "3xtf32";
+    case LOCUS_MATH_FP32:
+        break;
+    }
+    return "fp32";
+}
 /* Fills result->shape, dims, flops and bytes; no Locus call. */
 void bench_describe(const bench_shape *shape, bench_result *result);
 /* Checks that every buffer size fits a size_t; false when one overflows. */

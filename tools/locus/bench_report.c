@@ -211,19 +211,6 @@ void bench_print_table(const bench_request *request,
     print_notes(request, outcome);
 }
 
-static const char *math_name(locus_math_mode math)
-{
-    switch (math) {
-    case LOCUS_MATH_TF32:
-        return "tf32";
-    case LOCUS_MATH_3XTF32:
-        return "3xtf32";
-    case LOCUS_MATH_FP32:
-        break;
-    }
-    return "fp32";
-}
-
 /* {"name", "seconds", "gflops", "gbps"}, plus "ratio" when result is
  * given (the entries of "references"). */
 static void write_reference_json(json_writer *json,
@@ -267,7 +254,7 @@ static void write_result_json(json_writer *json, const bench_request *request,
     json_string(json, result->record.algorithm);
     if (request->op != BENCH_REDUCE) {
         json_key(json, "math");
-        json_string(json, math_name(request->settings.math));
+        json_string(json, bench_math_name(request->settings.math));
     }
     json_key(json, "seconds");
     json_double(json, result->best_seconds);

@@ -314,19 +314,6 @@ static size_t gather_panels(const bench_outcome *outcome, panel *panels,
     return count;
 }
 
-static const char *math_word(locus_math_mode math)
-{
-    switch (math) {
-    case LOCUS_MATH_TF32:
-        return "tf32";
-    case LOCUS_MATH_3XTF32:
-        return "3xtf32";
-    case LOCUS_MATH_FP32:
-        break;
-    }
-    return "fp32";
-}
-
 /* The lines under the panels: what was not drawn, and why. */
 static size_t footer_lines(const bench_outcome *outcome, size_t left_out,
                            char lines[][FOOTER_LINE])
@@ -391,8 +378,9 @@ bool bench_svg_draw(svg_writer *svg, const bench_request *request,
     snprintf(note, sizeof note,
              "%s%sbest of %d timed runs; intensity: counted flops over the "
              "fewest bytes the op must move",
-             request->op == BENCH_REDUCE ? ""
-                                         : math_word(request->settings.math),
+             request->op == BENCH_REDUCE
+                 ? ""
+                 : bench_math_name(request->settings.math),
              request->op == BENCH_REDUCE ? "" : ", ", request->settings.repeat);
     size_t footer_count = footer_lines(outcome, left_out, footer);
     double top =
