@@ -1,4 +1,4 @@
-#include "context.h"
+#include "context_types.h"
 
 #include <errno.h>
 #include <fcntl.h>

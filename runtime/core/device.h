@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "context.h"
+#include "context_types.h"
 #include "env.h"
 
 /* Fills the device list from the available backends. */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "context_types.h"
 #include "env.h"
 #include "pool.h"
 #include "status.h"

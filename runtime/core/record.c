@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "context.h"
+#include "context_types.h"
 #include "env.h"
 
 void locus_record_init(locus_record *record)

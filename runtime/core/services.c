@@ -6,7 +6,7 @@
 
 #include "account.h"
 #include "buffer.h"
-#include "context.h"
+#include "context_types.h"
 #include "placement.h"
 #include "status.h"
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "context.h"
+#include "context_types.h"
 #include "page_map.h"
 #include "placement.h"
 

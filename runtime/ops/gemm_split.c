@@ -15,7 +15,7 @@
 
 #include "account.h"
 #include "buffer.h"
-#include "context.h"
+#include "context_types.h"
 #include "device.h"
 #include "fault.h"
 #include "gemm_split.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "context.h"
+#include "context_types.h"
 
 /* What locus_gemm_split and locus_gemm_split_rows both work out. */
 typedef struct locus__split_plan {

@@ -14,7 +14,7 @@
 #include <pthread.h>
 
 #include "buffer.h"
-#include "context.h"
+#include "context_types.h"
 #include "fault.h"
 #include "ops.h"
 #include "scheduler.h"

@@ -6,7 +6,7 @@
 #define LOCUS_RUNTIME_CALIBRATION_H
 
 #include "calibration_file.h"
-#include "context.h"
+#include "context_types.h"
 
 /* In order of trust: a later one replaces an earlier one, never the
  * other way round. */

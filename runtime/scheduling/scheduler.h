@@ -3,7 +3,7 @@
 #define LOCUS_RUNTIME_SCHED_H
 
 #include "buffer.h"
-#include "context.h"
+#include "context_types.h"
 
 /* The public locus_op_kind's values, which backends are asked about. */
 typedef enum locus__op_kind {

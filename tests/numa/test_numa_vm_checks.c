@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "account.h"
-#include "context.h"
+#include "context_types.h"
 #include "expect_error.h"
 #include "pool.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "context.h"
+#include "context_types.h"
 #include "expect_error.h"
 #include "pool.h"
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "calibration.h"
-#include "context.h"
+#include "context_types.h"
 #include "test_util.h"
 
 static const char *module_dir;

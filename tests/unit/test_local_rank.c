@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "context_types.h"
 #include "expect_error.h"
 #include "local_rank.h"
 #include "pool.h"

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "calibration.h"
-#include "context.h"
+#include "context_types.h"
 #include "scheduler.h"
 #include "test_util.h"
 

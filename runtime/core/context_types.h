@@ -1,6 +1,9 @@
-/* The context: what it owns and how the runtime's parts reach each other. */
-#ifndef LOCUS_RUNTIME_CONTEXT_H
-#define LOCUS_RUNTIME_CONTEXT_H
+/* The context and its devices as every part of the runtime sees them: what
+ * the context owns and how the parts reach each other. Their life cycle is
+ * context.c, which stands above the parts it assembles; this header stands
+ * below them all, so that including it imports none of context.c. */
+#ifndef LOCUS_RUNTIME_CONTEXT_TYPES_H
+#define LOCUS_RUNTIME_CONTEXT_TYPES_H
 
 #include <pthread.h>
 #include <stdatomic.h>
