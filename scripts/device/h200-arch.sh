@@ -9,13 +9,7 @@ set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
 exec 3>&1 >"$out/arch.log" 2>&1
-mkdir -p /tmp/icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-export OCL_ICD_VENDORS=/tmp/icd
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn; do
-    [ -f "$d/include/cudnn.h" ] && export LOCUS_CUDNN_ROOT="$d"
-done
+. "$(dirname "$0")/gpu-env.sh"
 build() { # source dir, build dir
     meson setup "$2" "$1" -Dbuildtype=release >/dev/null &&
         ninja -C "$2" >/dev/null || { ninja -C "$2" | tail -30 >&3; return 1; }

@@ -8,10 +8,7 @@ set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
 exec 3>&1 >"$out/run.log" 2>&1
-mkdir -p /tmp/icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-export OCL_ICD_VENDORS=/tmp/icd
+. "$(dirname "$0")/gpu-env.sh"
 build=/tmp/locus-build
 [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release || exit 1
 ninja -C "$build" || exit 1

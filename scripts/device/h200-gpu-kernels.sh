@@ -14,14 +14,7 @@ exec 3>&1 >"$out/gpu.log" 2>&1
 for deb in .devdeps/*.deb; do [ -f "$deb" ] && dpkg -x "$deb" /opt/deps; done
 deps=/opt/deps/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$deps:$deps/openblas-pthread"
-# NVIDIA's OpenCL library has no ICD file there (shared/DESIGN.md).
-mkdir -p /tmp/icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-export OCL_ICD_VENDORS=/tmp/icd
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn; do
-    [ -f "$d/include/cudnn.h" ] && export LOCUS_CUDNN_ROOT="$d"
-done
+. "$(dirname "$0")/gpu-env.sh"
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
 ninja -C "$build" >/dev/null || { ninja -C "$build" | tail -30 >&3; exit 1; }

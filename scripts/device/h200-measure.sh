@@ -22,18 +22,9 @@ export C_INCLUDE_PATH="$deps/include:$deps/include/x86_64-linux-gnu/openblas-pth
 mkdir -p /opt/deps/pc
 sed "s|/usr/|$deps/|g" "$deps/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig/openblas.pc" >/opt/deps/pc/openblas.pc
 export PKG_CONFIG_PATH=/opt/deps/pc
-# NVIDIA's OpenCL library has no ICD file there (shared/DESIGN.md).
-mkdir -p /tmp/icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-export OCL_ICD_VENDORS=/tmp/icd
+. "$(dirname "$0")/gpu-env.sh"
 
 nproc; lscpu | head -20; nvidia-smi -L
-# cuDNN for the bench's reference module (tools/meson.build searches the
-# toolkit, the system, and NVIDIA's pip wheels; this names the wheel's).
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn; do
-    [ -f "$d/include/cudnn.h" ] && export LOCUS_CUDNN_ROOT="$d"
-done
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release || exit 1
 ninja -C "$build" || exit 1

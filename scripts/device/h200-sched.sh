@@ -10,10 +10,7 @@ set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
 exec 3>&1 >"$out/run.log" 2>&1
-mkdir -p /tmp/icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-export OCL_ICD_VENDORS=/tmp/icd
+. "$(dirname "$0")/gpu-env.sh"
 # The tool links the bench's references (OpenBLAS, oneDNN): h200-measure.sh
 # unpacked them under /opt/deps; unpack them here when it did not run.
 if [ ! -d /opt/deps/usr ]; then

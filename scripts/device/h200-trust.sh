@@ -8,13 +8,7 @@ set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
 exec 3>&1 >"$out/trust.log" 2>&1
-mkdir -p /tmp/icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-export OCL_ICD_VENDORS=/tmp/icd
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn; do
-    [ -f "$d/include/cudnn.h" ] && export LOCUS_CUDNN_ROOT="$d"
-done
+. "$(dirname "$0")/gpu-env.sh"
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
 ninja -C "$build" >/dev/null || { ninja -C "$build" | tail -30 >&3; exit 1; }
