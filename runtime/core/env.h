@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <locus/locus.h>
 
@@ -68,6 +69,20 @@ typedef enum locus__isa {
 } locus__isa;
 
 const char *locus__isa_name(locus__isa isa);
+
+/* Whether [text, text + length) is exactly word, or starts with prefix. */
+static inline bool locus__token_is(const char *text, size_t length,
+                                   const char *word)
+{
+    return strlen(word) == length && strncmp(text, word, length) == 0;
+}
+
+static inline bool locus__token_starts(const char *text, size_t length,
+                                       const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return length >= n && strncmp(text, prefix, n) == 0;
+}
 
 /* A non-negative decimal integer of at most 9 digits, filling all of
  * [text, text + length), nothing else (no sign, no space). */
