@@ -12,7 +12,6 @@
 
 #include <locus/backend.h>
 
-#include "calibration_file.h"
 #include "env.h"
 #include "local_rank.h"
 #include "log.h"
@@ -33,7 +32,7 @@ struct locus_device {
     /* The cost model's figures, written under the context's
      * calibration_lock and read without it through a sequence lock
      * (rates_sequence odd while they change; calibration.c). */
-    locus__rates rates;
+    locus_backend_rates rates;
     int rates_source; /* locus__rates_source */
     unsigned rates_sequence;
     bool probe_tried; /* a probe was attempted: never retried */

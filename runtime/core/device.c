@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "fault.h"
-#include "scheduler.h"
 #include "status.h"
 
 /* The backend's spelling of its device, else name:N. */
@@ -233,19 +232,6 @@ void locus_device_info_init(locus_device_info *info)
     info->struct_size = sizeof *info;
 }
 
-const char *locus_device_kind_str(locus_device_kind kind)
-{
-    switch (kind) {
-    case LOCUS_DEVICE_CPU:
-        return "cpu";
-    case LOCUS_DEVICE_GPU:
-        return "gpu";
-    case LOCUS_DEVICE_ACCELERATOR:
-        return "accelerator";
-    }
-    return "unknown";
-}
-
 LOCUS_API locus_status locus_device_count(const locus_context *context,
                                           size_t *count)
 {
@@ -271,78 +257,6 @@ LOCUS_API locus_status locus_device_get(locus_context *context, size_t index,
                            index, context->device_count,
                            context->device_count == 1 ? "" : "s");
     *out = &context->devices[index];
-    return LOCUS_SUCCESS;
-}
-
-LOCUS_API locus_status locus_device_find(locus_context *context,
-                                         const char *selector,
-                                         locus_device **out)
-{
-    locus__clear_error();
-    if (!context || !selector || !out)
-        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
-                           !context    ? "context"
-                           : !selector ? "selector"
-                                       : "out");
-    *out = NULL;
-    locus__selector_list list;
-    locus_status status = locus__parse_selector_list(selector, &list);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    for (size_t i = 0; i < list.count; i++) {
-        char why[512];
-        if (!locus__selector_valid(context, &list.items[i], why, sizeof why))
-            return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                               "device selector '%s': %s", selector, why);
-    }
-    for (size_t i = 0; i < list.count; i++) {
-        locus_device *device =
-            list.items[i].is_auto
-                ? locus__sched_default_device(context)
-                : locus__device_match(context, &list.items[i]);
-        if (device) {
-            *out = device;
-            return LOCUS_SUCCESS;
-        }
-    }
-    return locus__fail(LOCUS_ERROR_DEVICE_NOT_FOUND,
-                       "no device matches '%s' (run `locus info` to list "
-                       "them)",
-                       selector);
-}
-
-/* The same walk as locus__sched_choose's over the device list, less the
- * op's own check (whether the device offers it). */
-LOCUS_API locus_status locus_default_device(locus_context *context,
-                                            locus_device **out,
-                                            locus_default_choice *how)
-{
-    locus__clear_error();
-    if (!context || !out)
-        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
-                           context ? "out" : "context");
-    *out = NULL;
-    locus_default_choice choice = LOCUS_DEFAULT_FALLBACK;
-    const locus__selector_list *list = &context->config.device;
-    for (size_t i = 0; i < list->count; i++) {
-        if (list->items[i].is_auto) {
-            choice = LOCUS_DEFAULT_AUTO;
-            break;
-        }
-        locus_device *device = locus__device_match(context, &list->items[i]);
-        if (device) {
-            *out = device;
-            choice = LOCUS_DEFAULT_SELECTED;
-            break;
-        }
-    }
-    if (!*out)
-        *out = locus__sched_default_device(context);
-    if (how)
-        *how = choice;
-    if (!*out)
-        return locus__fail(LOCUS_ERROR_DEVICE_NOT_FOUND,
-                           "the context has no device");
     return LOCUS_SUCCESS;
 }
 
@@ -412,35 +326,4 @@ locus_status locus__device_download(const locus_device *device,
     return device->backend->table->download(device->backend->state,
                                             device->index_in_backend, memory,
                                             host, bytes, op);
-}
-
-LOCUS_API locus_status locus_device_offers(const locus_device *device,
-                                           locus_op_kind op, int algorithm,
-                                           locus_dtype dtype, int *offered)
-{
-    locus__clear_error();
-    if (!device || !offered)
-        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
-                           device ? "offered" : "device");
-    *offered = 0;
-    if ((int)op < (int)LOCUS_OP_REDUCE || (int)op > (int)LOCUS_OP_CONV2D)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "op kind %d is unknown", (int)op);
-    if (dtype != LOCUS_DTYPE_F32 && dtype != LOCUS_DTYPE_F64)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "dtype %d is unknown",
-                           (int)dtype);
-    if (op == LOCUS_OP_CONV2D && (algorithm < (int)LOCUS_CONV_AUTO ||
-                                  algorithm > (int)LOCUS_CONV_WINOGRAD))
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "conv2d algorithm %d is unknown", algorithm);
-    if (op != LOCUS_OP_CONV2D && algorithm != 0)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "%s has one algorithm: pass 0, not %d",
-                           locus__op_name((locus__op_kind)op), algorithm);
-    /* The ops themselves take f32 only so far (ops.c), whatever a backend
-     * says. */
-    *offered = dtype == LOCUS_DTYPE_F32 &&
-               locus__device_offers_variant(device, (locus__op_kind)op,
-                                            algorithm, dtype);
-    return LOCUS_SUCCESS;
 }

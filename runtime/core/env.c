@@ -284,6 +284,19 @@ static bool parse_threads(const char *value, locus__config *config,
     return true;
 }
 
+/* The placement descriptor LOCUS_NUMA is read into, and a client's: its
+ * defaults are a setting's, so they live with the settings; carrying a
+ * placement out is memory/placement.c's. */
+void locus_placement_init(locus_placement *placement)
+{
+    if (!placement)
+        return;
+    memset(placement, 0, sizeof *placement);
+    placement->struct_size = sizeof *placement;
+    placement->policy = LOCUS_PLACE_DEFAULT;
+    placement->node = -1;
+}
+
 static bool parse_numa(const char *value, locus__config *config, char *resolved,
                        size_t capacity)
 {

@@ -242,13 +242,3 @@ void locus__host_free(locus__host_memory *memory)
     memory->base = NULL;
     memory->mapped_bytes = 0;
 }
-
-void locus_placement_init(locus_placement *placement)
-{
-    if (!placement)
-        return;
-    memset(placement, 0, sizeof *placement);
-    placement->struct_size = sizeof *placement;
-    placement->policy = LOCUS_PLACE_DEFAULT;
-    placement->node = -1;
-}

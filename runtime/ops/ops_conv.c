@@ -18,17 +18,6 @@ void locus_conv2d_desc_init(locus_conv2d_desc *desc)
     desc->algorithm = LOCUS_CONV_AUTO;
 }
 
-/* The backends' names (backend.h), plus auto's and unknown values'. */
-const char *locus_conv_algorithm_str(locus_conv_algorithm algorithm)
-{
-    if (algorithm == LOCUS_CONV_AUTO)
-        return "auto";
-    if ((int)algorithm < (int)LOCUS_CONV_IM2COL ||
-        (int)algorithm > (int)LOCUS_CONV_WINOGRAD)
-        return "unknown";
-    return locus_conv_algorithm_ran(algorithm);
-}
-
 LOCUS_API locus_status locus_conv2d_output_shape(const locus_conv2d_desc *desc,
                                                  size_t *out_height,
                                                  size_t *out_width)

@@ -6,6 +6,7 @@
 #include "calibration.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,35 @@
 #include "record.h"
 #include "scheduler.h"
 #include "status.h"
+
+static _Thread_local bool calibrating;
+
+bool locus__calibrating(void)
+{
+    return calibrating;
+}
+
+void locus__set_calibrating(bool on)
+{
+    calibrating = on;
+}
+
+static _Atomic(locus__measure_fn) measure_hook;
+
+void locus__calibration_measure_with(locus__measure_fn measure)
+{
+    atomic_store(&measure_hook, measure);
+}
+
+locus_status locus__measure_now(locus_context *context, locus_device *device,
+                                locus__measure_kind kind, locus__rates *rates)
+{
+    locus__measure_fn measure = atomic_load(&measure_hook);
+    if (!measure)
+        return locus__fail(LOCUS_ERROR_BACKEND,
+                           "no calibration measurement was installed");
+    return measure(context, device, kind, rates);
+}
 
 const char *locus__rates_source_str(locus__rates_source source)
 {

@@ -73,6 +73,17 @@ locus_status locus__calibrate(locus_context *context, locus_device *device);
  * to another device (that would measure the wrong one, and would ask for
  * that device's figures while the calibration lock is held). */
 bool locus__calibrating(void);
+void locus__set_calibrating(bool calibrating);
+
+/* Measures the device's figures of this kind by running its own ops. The
+ * ops sit above the scheduler that these figures serve, so the op layer
+ * supplies the measurement (ops/calibration_measure.c) and the context's
+ * life cycle hands it over before any device is asked for figures. */
+typedef locus_status (*locus__measure_fn)(locus_context *context,
+                                          locus_device *device,
+                                          locus__measure_kind kind,
+                                          locus__rates *rates);
+void locus__calibration_measure_with(locus__measure_fn measure);
 
 /* Whether the device's ops run on the context's worker pool, and so may
  * pay its wake-up (locus__rates.wake_seconds): its backend says so with

@@ -294,7 +294,7 @@ locus__cache_look_up_or_measure(locus_context *context, locus_device *device,
         }
     }
     if (source == LOCUS__RATES_NONE) {
-        if (locus__measure(context, device, kind, rates) == LOCUS_SUCCESS) {
+        if (locus__measure_now(context, device, kind, rates) == LOCUS_SUCCESS) {
             source = full ? LOCUS__RATES_MEASURED : LOCUS__RATES_PROBED;
             if (have_paths)
                 *kept = write_cache(context, path, key, rates);

@@ -1,17 +1,17 @@
-/* What the parts of calibration share: calibration.c keeps each device's
- * figures and decides when to look them up or measure them,
- * calibration_measure.c times them, calibration_cache.c keeps them in
- * files between processes. Nothing else includes this. */
+/* What the scheduling folder's parts of calibration share: calibration.c
+ * keeps each device's figures and decides when to look them up or measure
+ * them (through the measurement ops/calibration_measure.c supplies),
+ * calibration_cache.c keeps them in files between processes. Nothing
+ * else includes this. */
 #ifndef LOCUS_RUNTIME_CALIBRATION_PARTS_H
 #define LOCUS_RUNTIME_CALIBRATION_PARTS_H
 
 #include "calibration.h"
 
-/* Times the device's figures with its own ops (records paused, no
- * fallback meanwhile); an op the device does not offer keeps a nominal
- * figure. */
-locus_status locus__measure(locus_context *context, locus_device *device,
-                            locus__measure_kind kind, locus__rates *rates);
+/* The measurement locus__calibration_measure_with was given; an error
+ * when none was. */
+locus_status locus__measure_now(locus_context *context, locus_device *device,
+                                locus__measure_kind kind, locus__rates *rates);
 
 /* The figures of this kind in the device's cache file, without a lock:
  * false when there is none or it is damaged (then warned about). */

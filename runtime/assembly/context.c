@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calibration_measure.h"
 #include "device.h"
 #include "services.h"
 #include "fault.h"
@@ -336,6 +337,9 @@ locus_context_create(const locus_context_options *options, locus_context **out)
         }
     }
     locus__services_fill(&context->services);
+    /* The scheduler's figures are measured by running ops, which sit
+     * above it: the op layer's measurement is handed to it here. */
+    locus__calibration_measure_with(locus__measure);
     status = start_backends(context);
     if (status == LOCUS_SUCCESS)
         status = locus__devices_collect(context);

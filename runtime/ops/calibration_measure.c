@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "calibration.h"
-#include "calibration_parts.h"
+#include "calibration_measure.h"
 #include "clock.h"
 #include "record.h"
 #include "scheduler.h"
@@ -458,20 +458,13 @@ static locus_status measure_transfers(locus_device *device,
     return status;
 }
 
-static _Thread_local bool measuring;
-
-bool locus__calibrating(void)
-{
-    return measuring;
-}
-
 locus_status locus__measure(locus_context *context, locus_device *device,
                             locus__measure_kind kind, locus__rates *rates)
 {
     const locus__measure_plan *plan = &plans[kind];
     locus__rates measured = {0};
     locus__record_pause(true);
-    measuring = true;
+    locus__set_calibrating(true);
     locus_status status = LOCUS_SUCCESS;
     if (locus__device_offers(device, LOCUS__OP_REDUCE)) {
         status = measure_launch(context, device, &measured);
@@ -490,7 +483,7 @@ locus_status locus__measure(locus_context *context, locus_device *device,
                        &measured.conv_fixed_seconds, &measured.conv_flops);
     if (status == LOCUS_SUCCESS && !device->backend->table->host_memory)
         status = measure_transfers(device, plan, &measured);
-    measuring = false;
+    locus__set_calibrating(false);
     locus__record_pause(false);
     if (status != LOCUS_SUCCESS)
         return status;
