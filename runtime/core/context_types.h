@@ -76,7 +76,7 @@ struct locus_context {
     pthread_mutex_t record_lock;
     pthread_mutex_t calibration_lock;
     pthread_mutex_t memo_lock;
-    locus__choice_memo memo[3]; /* by locus__op_kind */
+    locus__choice_memo memo[3]; /* by locus__op_kind (sched.c checks) */
     /* LOCUS_RECORD, opened O_APPEND: each record is one write() of a
      * whole line (record.c); -1 when none. */
     int record_fd;

@@ -16,15 +16,12 @@
 
 const locus__op_type *locus__op_type_of(locus__op_kind kind)
 {
-    switch (kind) {
-    case LOCUS__OP_REDUCE:
-        return &locus__reduce_op;
-    case LOCUS__OP_GEMM:
-        return &locus__gemm_op;
-    case LOCUS__OP_CONV2D:
-        return &locus__conv2d_op;
-    }
-    return NULL;
+    static const locus__op_type *const types[LOCUS__OP_KINDS] = {
+        [LOCUS__OP_REDUCE] = &locus__reduce_op,
+        [LOCUS__OP_GEMM] = &locus__gemm_op,
+        [LOCUS__OP_CONV2D] = &locus__conv2d_op,
+    };
+    return (unsigned)kind < LOCUS__OP_KINDS ? types[kind] : NULL;
 }
 
 /* ---- checks every op shares ---------------------------------------------- */

@@ -7,17 +7,92 @@
 #include "device.h"
 #include "status.h"
 
+/* What the cost model knows of each kind of op, one entry per kind (the
+ * op's life cycle is described in ops/, its entry of the op table): its
+ * name, whether a backend has it at all, the time its work takes on a
+ * device's figures, and the rate the split plans rows with. */
+typedef struct op_model {
+    const char *name;
+    bool (*backend_has)(const locus_backend *table);
+    double (*compute_seconds)(const locus__rates *rates,
+                              const locus__op_cost *cost);
+    double (*work_rate)(const locus__rates *rates);
+    /* Its work is its bytes (a reduce: the backends' inline_bytes apply)
+     * rather than its flops (inline_flops). */
+    bool work_in_bytes;
+} op_model;
+
+static bool has_reduce(const locus_backend *table)
+{
+    return table->reduce != NULL;
+}
+
+static bool has_gemm(const locus_backend *table)
+{
+    return table->gemm != NULL;
+}
+
+static bool has_conv2d(const locus_backend *table)
+{
+    return table->conv2d != NULL;
+}
+
+/* A reduce is a launch and its bytes read. */
+static double reduce_seconds(const locus__rates *rates,
+                             const locus__op_cost *cost)
+{
+    return rates->launch_seconds + cost->bytes / rates->reduce_bytes;
+}
+
+static double gemm_seconds(const locus__rates *rates,
+                           const locus__op_cost *cost)
+{
+    return rates->gemm_fixed_seconds + cost->flops / rates->gemm_flops;
+}
+
+static double conv2d_seconds(const locus__rates *rates,
+                             const locus__op_cost *cost)
+{
+    return rates->conv_fixed_seconds + cost->flops / rates->conv_flops;
+}
+
+static double reduce_rate(const locus__rates *rates)
+{
+    return rates->reduce_bytes / 4; /* one add per float read */
+}
+
+static double gemm_rate(const locus__rates *rates)
+{
+    return rates->gemm_flops;
+}
+
+static double conv2d_rate(const locus__rates *rates)
+{
+    return rates->conv_flops;
+}
+
+static const op_model models[LOCUS__OP_KINDS] = {
+    [LOCUS__OP_REDUCE] = {"reduce", has_reduce, reduce_seconds, reduce_rate,
+                          true},
+    [LOCUS__OP_GEMM] = {"gemm", has_gemm, gemm_seconds, gemm_rate, false},
+    [LOCUS__OP_CONV2D] = {"conv2d", has_conv2d, conv2d_seconds, conv2d_rate,
+                          false},
+};
+
+_Static_assert(sizeof(((locus_context *)0)->memo) /
+                       sizeof(((locus_context *)0)->memo[0]) ==
+                   LOCUS__OP_KINDS,
+               "one remembered choice per kind of op");
+
+static const op_model *model_of(locus__op_kind op)
+{
+    return (unsigned)op < LOCUS__OP_KINDS ? &models[op] : NULL;
+}
+
 const char *locus__op_name(locus__op_kind op)
 {
-    switch (op) {
-    case LOCUS__OP_REDUCE:
-        return "reduce";
-    case LOCUS__OP_GEMM:
-        return "gemm";
-    case LOCUS__OP_CONV2D:
-        return "conv2d";
-    }
-    return "op";
+    const op_model *model = model_of(op);
+    return model ? model->name : "op";
 }
 
 bool locus__device_offers_variant(const locus_device *device, locus__op_kind op,
@@ -25,18 +100,8 @@ bool locus__device_offers_variant(const locus_device *device, locus__op_kind op,
 {
     const locus__backend_slot *slot = device->backend;
     const locus_backend *table = slot->table;
-    bool has = false;
-    switch (op) {
-    case LOCUS__OP_REDUCE:
-        has = table->reduce != NULL;
-        break;
-    case LOCUS__OP_GEMM:
-        has = table->gemm != NULL;
-        break;
-    case LOCUS__OP_CONV2D:
-        has = table->conv2d != NULL;
-        break;
-    }
+    const op_model *model = model_of(op);
+    bool has = model && model->backend_has(table);
     return has && (!table->offers ||
                    table->offers(slot->state, device->index_in_backend,
                                  (locus_op_kind)op, algorithm, dtype) == 1);
@@ -146,12 +211,13 @@ static double transfer_seconds(locus_context *context, locus_device *device,
 
 /* Whether an op of this cost, on a device of a backend that runs on the
  * pool, goes to the pool: the backend runs a job below its inline
- * thresholds on the calling thread (a reduce by its bytes, gemm and
- * conv2d by their flops), which wakes nobody. */
+ * thresholds on the calling thread (by the op's bytes or its flops, as
+ * its kind counts its work), which wakes nobody. */
 static bool uses_pool(const locus_device *device, const locus__op_cost *cost)
 {
     const locus_backend *table = device->backend->table;
-    if (cost->op == LOCUS__OP_REDUCE)
+    const op_model *model = model_of(cost->op);
+    if (model && model->work_in_bytes)
         return cost->bytes >= table->inline_bytes;
     return cost->flops >= table->inline_flops;
 }
@@ -204,18 +270,8 @@ static double estimate(locus_context *context, locus_device *device,
     locus__rates figures;
     const locus__rates *rates = locus__device_rates(context, device, &figures);
     double memory = cost->bytes / rates->reduce_bytes;
-    double compute = 0;
-    switch (cost->op) {
-    case LOCUS__OP_REDUCE:
-        compute = rates->launch_seconds + memory;
-        break;
-    case LOCUS__OP_GEMM:
-        compute = rates->gemm_fixed_seconds + cost->flops / rates->gemm_flops;
-        break;
-    case LOCUS__OP_CONV2D:
-        compute = rates->conv_fixed_seconds + cost->flops / rates->conv_flops;
-        break;
-    }
+    const op_model *model = model_of(cost->op);
+    double compute = model ? model->compute_seconds(rates, cost) : 0;
     double floor = rates->launch_seconds + memory;
     double seconds = compute > floor ? compute : floor;
     bool any_current;
@@ -285,15 +341,8 @@ double locus__sched_rate(locus_context *context, locus_device *device,
         locus__probe(context, device);
     locus__rates figures;
     const locus__rates *rates = locus__device_rates(context, device, &figures);
-    switch (op) {
-    case LOCUS__OP_GEMM:
-        return rates->gemm_flops;
-    case LOCUS__OP_CONV2D:
-        return rates->conv_flops;
-    case LOCUS__OP_REDUCE:
-        return rates->reduce_bytes / 4; /* one add per float read */
-    }
-    return 0;
+    const op_model *model = model_of(op);
+    return model ? model->work_rate(rates) : 0;
 }
 
 static bool same_kind(const locus_device *a, const locus_device *b)

@@ -11,6 +11,7 @@ typedef enum locus__op_kind {
     LOCUS__OP_GEMM = LOCUS_OP_GEMM,
     LOCUS__OP_CONV2D = LOCUS_OP_CONV2D,
 } locus__op_kind;
+#define LOCUS__OP_KINDS 3
 
 const char *locus__op_name(locus__op_kind op);
 /* Whether the device offers the op with this algorithm (conv2d's; 0 for
