@@ -240,26 +240,12 @@ static void case_usage(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s <path to locus> <case>\n", argv[0]);
-        return 2;
-    }
-    locus_path = argv[1];
     const char *cache = getenv("LOCUS_OPENCL_CACHE_DIR");
     if (cache)
         snprintf(cache_setting, sizeof cache_setting,
                  "LOCUS_OPENCL_CACHE_DIR=%s", cache);
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } cases[] = {
+    static const cli_case cases[] = {
         {"json", case_json}, {"text", case_text}, {"usage", case_usage}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
-        if (strcmp(cases[i].name, argv[2]) == 0) {
-            cases[i].run();
-            printf("%s: %d failure(s)\n", argv[2], failures);
-            return failures == 0 ? 0 : 1;
-        }
-    fprintf(stderr, "unknown case \"%s\"\n", argv[2]);
-    return 2;
+    return run_named_case(argc, argv, &locus_path, cases,
+                          sizeof cases / sizeof cases[0]);
 }

@@ -548,12 +548,7 @@ static void case_bench_text(void)
     command_result_free(&result);
 }
 
-typedef struct test_case {
-    const char *name;
-    void (*run)(void);
-} test_case;
-
-static const test_case cases[] = {
+static const cli_case cases[] = {
     {"help", case_help},
     {"version", case_version},
     {"usage-errors", case_usage_errors},
@@ -570,18 +565,6 @@ static const test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s <path to locus> <case>\n", argv[0]);
-        return 2;
-    }
-    locus_path = argv[1];
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
-        if (strcmp(cases[i].name, argv[2]) == 0) {
-            cases[i].run();
-            printf("%s: %d failure(s)\n", argv[2], failures);
-            return failures == 0 ? 0 : 1;
-        }
-    }
-    fprintf(stderr, "unknown case \"%s\"\n", argv[2]);
-    return 2;
+    return run_named_case(argc, argv, &locus_path, cases,
+                          sizeof cases / sizeof cases[0]);
 }

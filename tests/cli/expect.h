@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "run_command.h"
 
@@ -45,6 +46,34 @@ static inline void show_output_if_failed(int failures_before,
                 "stderr\n%s---\n",
                 result->exit_status, result->signal, result->out, result->err);
     }
+}
+
+/* One named case of a command test, run as `test <path to locus> <case>`. */
+typedef struct cli_case {
+    const char *name;
+    void (*run)(void);
+} cli_case;
+
+/* Sets *locus_path from argv[1] and runs the case argv[2] names: the exit
+ * status is 0 when no expectation failed, 1 when one did, 2 for a bad
+ * command line or an unknown case. */
+static inline int run_named_case(int argc, char **argv, const char **locus_path,
+                                 const cli_case *cases, size_t count)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s <path to locus> <case>\n", argv[0]);
+        return 2;
+    }
+    *locus_path = argv[1];
+    for (size_t i = 0; i < count; ++i) {
+        if (strcmp(cases[i].name, argv[2]) == 0) {
+            cases[i].run();
+            printf("%s: %d failure(s)\n", argv[2], failures);
+            return failures == 0 ? 0 : 1;
+        }
+    }
+    fprintf(stderr, "unknown case \"%s\"\n", argv[2]);
+    return 2;
 }
 
 #endif
