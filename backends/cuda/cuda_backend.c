@@ -19,6 +19,7 @@
 
 #include <locus/backend.h>
 
+#include "cuda_half_ops.h"
 #include "cuda_internal.h"
 
 static locus_status status_of(cudaError_t err)
@@ -455,7 +456,10 @@ static void cuda_nominal_rates(void *state, size_t index,
 static int cuda_offers(void *state, size_t index, locus_op_kind op,
                        int algorithm, locus_dtype dtype)
 {
-    (void)state, (void)index, (void)op, (void)algorithm;
+    (void)state, (void)index;
+    if (locus__cuda_half_dtype(dtype))
+        return locus__cuda_half_offers(op, algorithm);
+    (void)op, (void)algorithm;
     return dtype == LOCUS_DTYPE_F32;
 }
 

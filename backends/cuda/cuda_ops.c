@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cuda_half_ops.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
 
@@ -236,6 +237,9 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
                                  const void *b, void *c, locus_op_context *op)
 {
     cuda_state *state = opaque;
+    /* bf16 and f16 A and B (C f32): cuda_half_ops.c. */
+    if (desc != NULL && locus__cuda_half_dtype(desc->dtype))
+        return locus__cuda_gemm_half_op(state, index, desc, a, b, c, op);
     /* alpha or k 0: C = beta C, and the runtime hands NULL for A and B
      * (backend.h); m or n 0 never reaches a backend. */
     const int scale_only =
