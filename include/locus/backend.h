@@ -222,6 +222,14 @@ typedef struct locus_backend_rates {
     /* What an op on the worker pool pays on top when its workers are
      * asleep; 0 for a backend whose ops do not run on the pool. */
     double wake_seconds;
+    /* Appended in 0.3: the gemm and conv2d rates in f64 and with bf16/f16
+     * inputs. 0: not known, and the cost model takes half the f32 rate for
+     * f64 (a vector holds half as many doubles) and the f32 rate for the
+     * half types. */
+    double gemm_flops_f64;
+    double conv_flops_f64;
+    double gemm_flops_half;
+    double conv_flops_half;
 } locus_backend_rates;
 
 /* Nominal figures of the usual shape for a device whose data crosses a

@@ -517,10 +517,24 @@ LOCUS_API locus_status locus_buffer_query_pages(locus_buffer *buffer,
 /* Operations                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* The element types. f32 and f64 hold every operand of an op in that
+ * type. bf16 and f16 (new in 0.3) are input types: a gemm's A and B, a
+ * conv2d's input and filter; the output (C, the conv2d output) is f32 and
+ * the arithmetic accumulates in f32. Which device offers which dtype for
+ * which op: locus_device_offers; the scheduler never sends an op to a
+ * device that does not offer its dtype. */
 typedef enum locus_dtype {
-    LOCUS_DTYPE_F32 = 1, /* the only one implemented so far */
+    LOCUS_DTYPE_F32 = 1,
     LOCUS_DTYPE_F64 = 2,
+    LOCUS_DTYPE_BF16 = 3, /* new in 0.3: bfloat16, 8-bit exponent */
+    LOCUS_DTYPE_F16 = 4,  /* new in 0.3: IEEE binary16 */
 } locus_dtype;
+
+/* Bytes of one element: 4, 8, 2, 2; 0 for a value that is no dtype
+ * (new in 0.3). */
+LOCUS_API size_t locus_dtype_size(locus_dtype dtype);
+/* "f32", "f64", "bf16", "f16"; "unknown" otherwise (new in 0.3). */
+LOCUS_API const char *locus_dtype_str(locus_dtype dtype);
 
 /* The kinds of op, for locus_device_offers (new in 0.2). */
 typedef enum locus_op_kind {
@@ -569,6 +583,9 @@ typedef struct locus_record {
     double estimated_seconds; /* the model's estimate here; 0: none made */
     size_t estimate_count;    /* candidates the model weighed, cheapest first */
     locus_estimate estimates[LOCUS_RECORD_MAX_ESTIMATES];
+    /* Appended in 0.3: the op's dtype as locus_dtype_str names it ("f32",
+     * "f64", "bf16", "f16"). */
+    char dtype[8];
 } locus_record;
 
 LOCUS_API void locus_record_init(locus_record *record);

@@ -26,3 +26,32 @@ const char *locus_device_kind_str(locus_device_kind kind)
     }
     return "unknown";
 }
+
+size_t locus_dtype_size(locus_dtype dtype)
+{
+    switch (dtype) {
+    case LOCUS_DTYPE_F32:
+        return 4;
+    case LOCUS_DTYPE_F64:
+        return 8;
+    case LOCUS_DTYPE_BF16:
+    case LOCUS_DTYPE_F16:
+        return 2;
+    }
+    return 0;
+}
+
+const char *locus_dtype_str(locus_dtype dtype)
+{
+    switch (dtype) {
+    case LOCUS_DTYPE_F32:
+        return "f32";
+    case LOCUS_DTYPE_F64:
+        return "f64";
+    case LOCUS_DTYPE_BF16:
+        return "bf16";
+    case LOCUS_DTYPE_F16:
+        return "f16";
+    }
+    return "unknown";
+}

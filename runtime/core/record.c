@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,8 @@ size_t locus_record_to_json(const locus_record *record, char *text,
         locus_provenance_str(record->provenance));
     if (length < 0)
         return 0;
-    if (record->struct_size < sizeof *record)
+    /* Each version's fields only as far as the caller's struct has them. */
+    if (record->struct_size < offsetof(locus_record, dtype))
         return (size_t)length;
     /* The choice: appended inside the object, in place of its '}'. */
     size_t used = (size_t)length - 1;
@@ -110,6 +112,15 @@ size_t locus_record_to_json(const locus_record *record, char *text,
     }
     used += (size_t)snprintf(used < capacity ? text + used : NULL,
                              used < capacity ? capacity - used : 0, "]}");
+    if (record->struct_size < sizeof *record)
+        return used;
+    char dtype[32];
+    n = json_string(dtype, sizeof dtype, record->dtype);
+    dtype[n < sizeof dtype ? n : sizeof dtype - 1] = '\0';
+    used--; /* the '}' again */
+    used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0,
+                             ",\"dtype\":%s}", dtype);
     return used;
 }
 

@@ -88,12 +88,12 @@ static void account_rows(split_part *part, const float *first, size_t rows,
     uint64_t near = part->device->info.nearest_numa_mask;
     if (ld == cols) {
         locus__account_transfer(&part->op, first,
-                                rows * cols * LOCUS__FLOAT_BYTES, near);
+                                rows * cols * LOCUS__SPLIT_ELEMENT_BYTES, near);
         return;
     }
     for (size_t r = 0; r < rows; r++)
         locus__account_transfer(&part->op, first + r * ld,
-                                cols * LOCUS__FLOAT_BYTES, near);
+                                cols * LOCUS__SPLIT_ELEMENT_BYTES, near);
 }
 
 /* Copies rows x cols floats stored with leading dimension from_ld into
@@ -102,7 +102,8 @@ static void copy_rows(float *to, size_t to_ld, const float *from,
                       size_t from_ld, size_t rows, size_t cols)
 {
     for (size_t r = 0; r < rows; r++)
-        memcpy(to + r * to_ld, from + r * from_ld, cols * LOCUS__FLOAT_BYTES);
+        memcpy(to + r * to_ld, from + r * from_ld,
+               cols * LOCUS__SPLIT_ELEMENT_BYTES);
 }
 
 /* New device memory holding the rows x cols floats stored at host with
@@ -113,7 +114,7 @@ static locus_status upload_block(split_part *part, const float *host,
                                  size_t rows, size_t cols, size_t ld,
                                  const char *what, void **memory)
 {
-    size_t bytes = rows * cols * LOCUS__FLOAT_BYTES;
+    size_t bytes = rows * cols * LOCUS__SPLIT_ELEMENT_BYTES;
     const float *tight = host;
     float *packed = NULL;
     if (ld != cols) {
@@ -152,7 +153,8 @@ static locus_status compute_on_host(split_part *part)
                                    : job->a + part->row_begin * desc->lda;
     float *c = job->c + part->row_begin * desc->ldc;
     if (job->transaction) {
-        part->host_c = locus__malloc(part->rows * desc->n * LOCUS__FLOAT_BYTES);
+        part->host_c =
+            locus__malloc(part->rows * desc->n * LOCUS__SPLIT_ELEMENT_BYTES);
         if (!part->host_c)
             return locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                "%zu x %zu block of c for %s", part->rows,
@@ -219,15 +221,16 @@ static locus_status compute_on_device(split_part *part)
         status = upload_block(part, c_host, rows, n, desc->ldc, "c",
                               &part->device_c);
     else
-        status = locus__device_alloc(
-            part->device, rows * n * LOCUS__FLOAT_BYTES, &part->device_c);
+        status = locus__device_alloc(part->device,
+                                     rows * n * LOCUS__SPLIT_ELEMENT_BYTES,
+                                     &part->device_c);
     sub.ldc = n;
     if (status != LOCUS_SUCCESS)
         goto free_b;
     if (desc->ldc != n) {
         /* Staging for the download, made now: once the blocks are being
          * written back, nothing that can be avoided should fail. */
-        part->host_c = locus__malloc(rows * n * LOCUS__FLOAT_BYTES);
+        part->host_c = locus__malloc(rows * n * LOCUS__SPLIT_ELEMENT_BYTES);
         if (!part->host_c) {
             status = locus__fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                  "%zu x %zu staging of c for %s", rows, n,
@@ -257,9 +260,9 @@ static locus_status write_back(split_part *part)
         return LOCUS_SUCCESS;
     }
     float *target = part->host_c ? part->host_c : c;
-    locus_status status =
-        locus__device_download(part->device, part->device_c, target,
-                               rows * n * LOCUS__FLOAT_BYTES, &part->op);
+    locus_status status = locus__device_download(
+        part->device, part->device_c, target,
+        rows * n * LOCUS__SPLIT_ELEMENT_BYTES, &part->op);
     if (status != LOCUS_SUCCESS)
         return status;
     if (part->host_c)
@@ -493,6 +496,8 @@ static locus_status run_blocks(split_job *job, const locus__split_plan *plan,
                    sizeof run->record.device);
     locus_copy_name(run->record.algorithm, sizeof run->record.algorithm,
                     "split");
+    locus_copy_name(run->record.dtype, sizeof run->record.dtype,
+                    locus_dtype_str(LOCUS_DTYPE_F32));
     run->record.flops = 2.0 * (double)plan->mnk;
     run->record.bytes = (uint64_t)plan->bytes;
     job->a = run->operands[0].memory;

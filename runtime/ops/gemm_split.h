@@ -8,6 +8,10 @@
 
 #include "context_types.h"
 
+/* The split takes f32 operands only (locus__gemm_split_plan refuses the
+ * others). */
+#define LOCUS__SPLIT_ELEMENT_BYTES sizeof(float)
+
 /* What locus_gemm_split and locus_gemm_split_rows both work out. */
 typedef struct locus__split_plan {
     locus_gemm_desc desc; /* leading dimensions resolved */

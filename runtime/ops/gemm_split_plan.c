@@ -285,6 +285,11 @@ locus_status locus__split_prepare(locus_context *context,
                                               locus__gemm_op.operand_names, 3);
     if (status == LOCUS_SUCCESS)
         status = locus__gemm_check_alias(a, b, c);
+    if (status == LOCUS_SUCCESS && plan->desc.dtype != LOCUS_DTYPE_F32)
+        status = locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                             "locus_gemm_split takes f32 only; locus_gemm "
+                             "takes %s",
+                             locus_dtype_str(plan->desc.dtype));
     if (status != LOCUS_SUCCESS)
         return status;
     const locus_gemm_desc *d = &plan->desc;
@@ -293,8 +298,8 @@ locus_status locus__split_prepare(locus_context *context,
     /* As locus_gemm: C is only written when beta is 0 and the op covers
      * every byte of its buffer; otherwise its other bytes are kept. */
     plan->c_write_only = d->beta == 0.0 && d->ldc == d->n &&
-                         plan->mn * LOCUS__FLOAT_BYTES == c->bytes;
-    plan->bytes = (double)LOCUS__FLOAT_BYTES *
+                         plan->mn * LOCUS__SPLIT_ELEMENT_BYTES == c->bytes;
+    plan->bytes = (double)LOCUS__SPLIT_ELEMENT_BYTES *
                   ((double)d->m * (double)d->k + (double)d->k * (double)d->n +
                    (plan->c_write_only ? 1.0 : 2.0) * (double)plan->mn);
     pin_for_devices(devices, device_count, buffers);

@@ -46,11 +46,8 @@ locus_status locus__check_struct(size_t given, size_t needed, const char *what)
 
 static locus_status check_dtype(locus_dtype dtype)
 {
-    if (dtype == LOCUS_DTYPE_F32)
+    if (locus_dtype_size(dtype) != 0)
         return LOCUS_SUCCESS;
-    if (dtype == LOCUS_DTYPE_F64)
-        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "dtype f64 is not implemented yet; use f32");
     return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "dtype %d is unknown",
                        (int)dtype);
 }
@@ -310,8 +307,11 @@ locus_status locus__op_dispatch(locus__op_run *run, locus_device *device,
     uint64_t failed = 0;
     while (status == LOCUS_SUCCESS) {
         status = locus__op_begin(run);
-        if (status == LOCUS_SUCCESS)
+        if (status == LOCUS_SUCCESS) {
+            locus_copy_name(run->record.dtype, sizeof run->record.dtype,
+                            locus_dtype_str(locus__cost_dtype(cost)));
             status = locus__op_end(run, run->type->launch(run, args), out);
+        }
         if (status == LOCUS_SUCCESS || run->committed)
             return status;
         const bool unsupported = unsupported_where_chosen(run, status);

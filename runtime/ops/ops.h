@@ -19,7 +19,14 @@
 #include "buffer.h"
 #include "scheduler.h"
 
-#define LOCUS__FLOAT_BYTES 4
+/* The dtype of an op's output: its inputs' own, f32 for the half types
+ * (locus.h, locus_dtype). */
+static inline locus_dtype locus__output_dtype(locus_dtype dtype)
+{
+    return dtype == LOCUS_DTYPE_BF16 || dtype == LOCUS_DTYPE_F16
+               ? LOCUS_DTYPE_F32
+               : dtype;
+}
 
 /* The most buffers one op takes. */
 #define LOCUS__OP_MAX_OPERANDS 3

@@ -63,7 +63,8 @@ LOCUS_API locus_status locus_conv2d_output_shape(const locus_conv2d_desc *desc,
 
 /* Bytes of a tensor of four dimensions, checked. */
 static locus_status tensor_bytes(size_t d0, size_t d1, size_t d2, size_t d3,
-                                 const char *name, size_t *bytes)
+                                 locus_dtype dtype, const char *name,
+                                 size_t *bytes)
 {
     size_t n = d0;
     locus_status status = locus__checked_mul(n, d1, &n, name);
@@ -72,7 +73,7 @@ static locus_status tensor_bytes(size_t d0, size_t d1, size_t d2, size_t d3,
     if (status == LOCUS_SUCCESS)
         status = locus__checked_mul(n, d3, &n, name);
     if (status == LOCUS_SUCCESS)
-        status = locus__checked_mul(n, LOCUS__FLOAT_BYTES, bytes, name);
+        status = locus__checked_mul(n, locus_dtype_size(dtype), bytes, name);
     return status;
 }
 
@@ -116,21 +117,25 @@ static locus_status check_conv(const locus_conv2d_desc *desc, size_t out_h,
 {
     locus_status status = check_channels_and_algorithm(desc);
     if (status == LOCUS_SUCCESS)
-        status =
-            tensor_bytes(desc->batch, desc->in_channels, desc->in_height,
-                         desc->in_width, "conv2d input", &sizes->input_bytes);
+        status = tensor_bytes(desc->batch, desc->in_channels, desc->in_height,
+                              desc->in_width, desc->dtype, "conv2d input",
+                              &sizes->input_bytes);
     if (status == LOCUS_SUCCESS)
-        status = tensor_bytes(desc->out_channels, desc->in_channels,
-                              desc->kernel_height, desc->kernel_width,
-                              "conv2d filter", &sizes->filter_bytes);
+        status =
+            tensor_bytes(desc->out_channels, desc->in_channels,
+                         desc->kernel_height, desc->kernel_width, desc->dtype,
+                         "conv2d filter", &sizes->filter_bytes);
     if (status == LOCUS_SUCCESS)
         status = tensor_bytes(desc->batch, desc->out_channels, out_h, out_w,
-                              "conv2d output", &sizes->output_bytes);
+                              locus__output_dtype(desc->dtype), "conv2d output",
+                              &sizes->output_bytes);
     if (status == LOCUS_SUCCESS)
-        status = locus__checked_mul(sizes->output_bytes / LOCUS__FLOAT_BYTES,
-                                    sizes->filter_bytes / LOCUS__FLOAT_BYTES /
-                                        desc->out_channels,
-                                    &sizes->macs, "conv2d multiply-adds");
+        status = locus__checked_mul(
+            sizes->output_bytes /
+                locus_dtype_size(locus__output_dtype(desc->dtype)),
+            sizes->filter_bytes / locus_dtype_size(desc->dtype) /
+                desc->out_channels,
+            &sizes->macs, "conv2d multiply-adds");
     if (status == LOCUS_SUCCESS)
         status = check_tensor("input", sizes->input_bytes, tensors[0]);
     if (status == LOCUS_SUCCESS)

@@ -25,7 +25,8 @@ void locus_gemm_desc_init(locus_gemm_desc *desc)
  * in the buffer. A matrix of no elements needs no bytes (and may be NULL:
  * locus__gemm_check_nulls). */
 static locus_status check_matrix(const char *name, size_t rows, size_t cols,
-                                 size_t ld, const locus_buffer *buffer)
+                                 size_t ld, locus_dtype dtype,
+                                 const locus_buffer *buffer)
 {
     if (ld < cols)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
@@ -41,7 +42,8 @@ static locus_status check_matrix(const char *name, size_t rows, size_t cols,
     if (__builtin_add_overflow(span, cols, &elements))
         return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
                            "%s spans more than size_t elements", name);
-    status = locus__checked_mul(elements, LOCUS__FLOAT_BYTES, &bytes, name);
+    status =
+        locus__checked_mul(elements, locus_dtype_size(dtype), &bytes, name);
     if (status != LOCUS_SUCCESS)
         return status;
     if (bytes > buffer->bytes)
@@ -84,6 +86,12 @@ static locus_status check_flags(const locus_gemm_desc *desc)
         desc->math != LOCUS_MATH_3XTF32)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "gemm math mode %d is unknown", (int)desc->math);
+    /* TF32 and 3xTF32 say how f32 operands meet the tensor cores. */
+    if (desc->math != LOCUS_MATH_FP32 && desc->dtype != LOCUS_DTYPE_F32)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "gemm math mode %s is for f32 operands, not %s",
+                           desc->math == LOCUS_MATH_TF32 ? "tf32" : "3xtf32",
+                           locus_dtype_str(desc->dtype));
     return LOCUS_SUCCESS;
 }
 
@@ -118,11 +126,13 @@ locus_status locus__gemm_check(locus_context *context, locus_device *device,
     resolved->lda = desc->lda ? desc->lda : a_cols;
     resolved->ldb = desc->ldb ? desc->ldb : b_cols;
     resolved->ldc = desc->ldc ? desc->ldc : desc->n;
-    status = check_matrix("a", a_rows, a_cols, resolved->lda, a);
+    status = check_matrix("a", a_rows, a_cols, resolved->lda, desc->dtype, a);
     if (status == LOCUS_SUCCESS)
-        status = check_matrix("b", b_rows, b_cols, resolved->ldb, b);
+        status =
+            check_matrix("b", b_rows, b_cols, resolved->ldb, desc->dtype, b);
     if (status == LOCUS_SUCCESS)
-        status = check_matrix("c", desc->m, desc->n, resolved->ldc, c);
+        status = check_matrix("c", desc->m, desc->n, resolved->ldc,
+                              locus__output_dtype(desc->dtype), c);
     return status;
 }
 
@@ -194,12 +204,16 @@ static const locus__op_type gemm_scale_op = {
  * nothing and runs nowhere: its record names the caller's device, or
  * "none" when the scheduler was asked, with 0 flops and 0 bytes. */
 static locus_status gemm_quick_return(locus_context *context,
-                                      locus_device *device, locus_record *out)
+                                      locus_device *device, locus_dtype dtype,
+                                      locus_record *out)
 {
-    if (device && !locus__device_offers(device, LOCUS__OP_GEMM))
-        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "gemm is not supported on %s (%s)",
-                           device->info.selector, device->info.name);
+    if (device &&
+        !locus__device_offers_variant(device, LOCUS__OP_GEMM, 0, dtype))
+        return locus__fail(
+            LOCUS_ERROR_NOT_SUPPORTED, "gemm%s%s is not supported on %s (%s)",
+            dtype == LOCUS_DTYPE_F32 ? "" : " in ",
+            dtype == LOCUS_DTYPE_F32 ? "" : locus_dtype_str(dtype),
+            device->info.selector, device->info.name);
     if (!out && context->record_fd < 0)
         return LOCUS_SUCCESS;
     locus_record record;
@@ -208,6 +222,7 @@ static locus_status gemm_quick_return(locus_context *context,
     locus_copy_name(record.device, sizeof record.device,
                     device ? device->info.selector : "none");
     locus_copy_name(record.algorithm, sizeof record.algorithm, "quick return");
+    locus_copy_name(record.dtype, sizeof record.dtype, locus_dtype_str(dtype));
     locus_copy_name(record.chosen_by, sizeof record.chosen_by,
                     locus__chosen_by_name(device ? LOCUS__CHOSEN_BY_CALLER
                                                  : LOCUS__CHOSEN_BY_NONE));
@@ -217,13 +232,18 @@ static locus_status gemm_quick_return(locus_context *context,
     return LOCUS_SUCCESS;
 }
 
+static size_t c_element_bytes(const locus_gemm_desc *desc)
+{
+    return locus_dtype_size(locus__output_dtype(desc->dtype));
+}
+
 /* With beta == 0, C is only written; but a strided C (ldc > n) or a larger
  * buffer keeps bytes the op leaves alone, so it is read in. */
 static bool c_write_only(const locus_gemm_desc *resolved, size_t mn,
                          const locus_buffer *c)
 {
     return resolved->beta == 0.0 && resolved->ldc == resolved->n &&
-           mn * LOCUS__FLOAT_BYTES == c->bytes;
+           mn * c_element_bytes(resolved) == c->bytes;
 }
 
 static locus_status gemm_scale_c(locus_context *context, locus_device *device,
@@ -235,14 +255,15 @@ static locus_status gemm_scale_c(locus_context *context, locus_device *device,
     bool write_only = c_write_only(resolved, mn, c);
     run.operands[0] = (locus__operand){
         c, write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
-    double bytes = LOCUS__FLOAT_BYTES * (write_only ? 1.0 : 2.0) * (double)mn;
+    double c_bytes = (double)c_element_bytes(resolved) * (double)mn;
+    double bytes = (write_only ? 1.0 : 2.0) * c_bytes;
     locus_buffer *inputs[] = {c};
     locus__op_cost cost = {.op = LOCUS__OP_GEMM,
                            .flops = (double)mn,
                            .bytes = bytes,
                            .inputs = inputs,
                            .input_count = write_only ? 0u : 1u,
-                           .output_bytes = (double)mn * LOCUS__FLOAT_BYTES,
+                           .output_bytes = c_bytes,
                            .dtype = resolved->dtype};
     gemm_args args = {resolved, 0.0, bytes};
     return locus__op_dispatch(&run, device, &cost, &args, record);
@@ -263,16 +284,18 @@ static locus_status gemm_full(locus_context *context, locus_device *device,
     if (status != LOCUS_SUCCESS)
         return status;
     const locus_gemm_desc *d = resolved;
-    double bytes = LOCUS__FLOAT_BYTES *
-                   ((double)d->m * (double)d->k + (double)d->k * (double)d->n +
-                    (write_only ? 1.0 : 2.0) * (double)d->m * (double)d->n);
+    double c_bytes = (double)c_element_bytes(d) * (double)mn;
+    double bytes =
+        (double)locus_dtype_size(d->dtype) *
+            ((double)d->m * (double)d->k + (double)d->k * (double)d->n) +
+        (write_only ? 1.0 : 2.0) * c_bytes;
     locus_buffer *inputs[] = {a, b, c};
     locus__op_cost cost = {.op = LOCUS__OP_GEMM,
                            .flops = 2.0 * (double)mnk,
                            .bytes = bytes,
                            .inputs = inputs,
                            .input_count = write_only ? 2u : 3u,
-                           .output_bytes = (double)mn * LOCUS__FLOAT_BYTES,
+                           .output_bytes = c_bytes,
                            .dtype = resolved->dtype};
     gemm_args args = {resolved, cost.flops, bytes};
     return locus__op_dispatch(&run, device, &cost, &args, record);
@@ -305,7 +328,7 @@ LOCUS_API locus_status locus_gemm(locus_context *context, locus_device *device,
         if (status != LOCUS_SUCCESS)
             return status;
         if (locus__gemm_does_nothing(&resolved))
-            return gemm_quick_return(context, device, record);
+            return gemm_quick_return(context, device, desc->dtype, record);
         return gemm_scale_c(context, device, &resolved, c, mn, record);
     }
     return gemm_full(context, device, &resolved, a, b, c, mn, mnk, record);

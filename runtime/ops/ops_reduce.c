@@ -49,8 +49,13 @@ static locus_status check_reduce(const locus_reduce_desc *desc,
     if (desc->count == 0)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "reduce over 0 elements");
-    locus_status status = locus__checked_mul(desc->count, LOCUS__FLOAT_BYTES,
-                                             bytes, "reduce count");
+    if (desc->dtype != LOCUS_DTYPE_F32 && desc->dtype != LOCUS_DTYPE_F64)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "reduce takes f32 or f64, not %s (bf16 and f16 "
+                           "are gemm and conv2d inputs)",
+                           locus_dtype_str(desc->dtype));
+    locus_status status = locus__checked_mul(
+        desc->count, locus_dtype_size(desc->dtype), bytes, "reduce count");
     if (status != LOCUS_SUCCESS)
         return status;
     if (*bytes > x->bytes)
@@ -70,7 +75,7 @@ static locus_status launch_reduce(locus__op_run *run, void *opaque)
 {
     reduce_args *args = opaque;
     run->record.flops = (double)args->desc->count;
-    run->record.bytes = args->desc->count * LOCUS__FLOAT_BYTES;
+    run->record.bytes = args->desc->count * locus_dtype_size(args->desc->dtype);
     locus__backend_slot *slot = run->device->backend;
     return slot->table->reduce(slot->state, run->device->index_in_backend,
                                args->desc, run->operands[0].memory,

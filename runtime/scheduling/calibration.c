@@ -164,7 +164,11 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
     X(download_bytes)                                                          \
     X(transfer_seconds)                                                        \
     X(download_pinned_bytes)                                                   \
-    X(wake_seconds)
+    X(wake_seconds)                                                            \
+    X(gemm_flops_f64)                                                          \
+    X(conv_flops_f64)                                                          \
+    X(gemm_flops_half)                                                         \
+    X(conv_flops_half)
 #define COUNT_FIELD(name) +1
 _Static_assert(sizeof(locus__rates) ==
                    (0 RATE_FIELDS(COUNT_FIELD)) * sizeof(double),

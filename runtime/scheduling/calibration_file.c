@@ -10,8 +10,9 @@
 
 /* The format's version: raised whenever the fields change, so that a file
  * of an older Locus is refused at its first line ("damaged", measured
- * again) rather than trusted with a figure missing. 4: wake_seconds. */
-#define MAGIC_LINE "locus-calibration 4\n"
+ * again) rather than trusted with a figure missing. 4: wake_seconds; 5: the
+ * f64 and half-type rates. */
+#define MAGIC_LINE "locus-calibration 5\n"
 #define CHECKSUM_WORD "checksum "
 
 /* Each field with the range a real measurement can fall in: a value outside
@@ -44,6 +45,11 @@ static const field_rule fields[] = {
     /* Zero where no pool wakes (any device but the CPU's); a wake-up of
      * over a second is no wake-up but a damaged file. */
     FIELD(wake_seconds, 1e-9, 1.0, true),
+    /* Zero: not measured (the device does not offer that dtype). */
+    FIELD(gemm_flops_f64, 1e3, 1e18, true),
+    FIELD(conv_flops_f64, 1e3, 1e18, true),
+    FIELD(gemm_flops_half, 1e3, 1e18, true),
+    FIELD(conv_flops_half, 1e3, 1e18, true),
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

@@ -93,7 +93,7 @@ LOCUS_API locus_status locus_device_offers(const locus_device *device,
     if ((int)op < (int)LOCUS_OP_REDUCE || (int)op > (int)LOCUS_OP_CONV2D)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "op kind %d is unknown", (int)op);
-    if (dtype != LOCUS_DTYPE_F32 && dtype != LOCUS_DTYPE_F64)
+    if (locus_dtype_size(dtype) == 0)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "dtype %d is unknown",
                            (int)dtype);
     if (op == LOCUS_OP_CONV2D && (algorithm < (int)LOCUS_CONV_AUTO ||
@@ -104,10 +104,7 @@ LOCUS_API locus_status locus_device_offers(const locus_device *device,
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "%s has one algorithm: pass 0, not %d",
                            locus__op_name((locus__op_kind)op), algorithm);
-    /* The ops themselves take f32 only so far (ops.c), whatever a backend
-     * says. */
-    *offered = dtype == LOCUS_DTYPE_F32 &&
-               locus__device_offers_variant(device, (locus__op_kind)op,
+    *offered = locus__device_offers_variant(device, (locus__op_kind)op,
                                             algorithm, dtype);
     return LOCUS_SUCCESS;
 }

@@ -44,16 +44,39 @@ static double reduce_seconds(const locus__rates *rates,
     return rates->launch_seconds + cost->bytes / rates->reduce_bytes;
 }
 
+/* A compute rate for the op's dtype: the dtype's own figure where one is
+ * known, else derived from the f32 one (backend.h, locus_backend_rates). */
+static double rate_in_dtype(double f32, double f64, double half,
+                            locus_dtype dtype)
+{
+    switch (dtype) {
+    case LOCUS_DTYPE_F64:
+        return f64 > 0 ? f64 : f32 / 2;
+    case LOCUS_DTYPE_BF16:
+    case LOCUS_DTYPE_F16:
+        return half > 0 ? half : f32;
+    case LOCUS_DTYPE_F32:
+        break;
+    }
+    return f32;
+}
+
 static double gemm_seconds(const locus__rates *rates,
                            const locus__op_cost *cost)
 {
-    return rates->gemm_fixed_seconds + cost->flops / rates->gemm_flops;
+    return rates->gemm_fixed_seconds +
+           cost->flops / rate_in_dtype(rates->gemm_flops, rates->gemm_flops_f64,
+                                       rates->gemm_flops_half,
+                                       locus__cost_dtype(cost));
 }
 
 static double conv2d_seconds(const locus__rates *rates,
                              const locus__op_cost *cost)
 {
-    return rates->conv_fixed_seconds + cost->flops / rates->conv_flops;
+    return rates->conv_fixed_seconds +
+           cost->flops / rate_in_dtype(rates->conv_flops, rates->conv_flops_f64,
+                                       rates->conv_flops_half,
+                                       locus__cost_dtype(cost));
 }
 
 static double reduce_rate(const locus__rates *rates)
@@ -115,16 +138,15 @@ bool locus__device_offers(const locus_device *device, locus__op_kind op)
 void locus__op_variant_name(const locus__op_cost *cost, char *text,
                             size_t capacity)
 {
-    locus_dtype dtype = cost->dtype ? cost->dtype : LOCUS_DTYPE_F32;
+    locus_dtype dtype = locus__cost_dtype(cost);
     char algorithm[48] = "";
     if (cost->op == LOCUS__OP_CONV2D && cost->algorithm != LOCUS_CONV_AUTO)
         snprintf(
             algorithm, sizeof algorithm, " algorithm %s",
             locus_conv_algorithm_str((locus_conv_algorithm)cost->algorithm));
-    snprintf(text, capacity, "%s%s%s", locus__op_name(cost->op), algorithm,
-             dtype == LOCUS_DTYPE_F32   ? ""
-             : dtype == LOCUS_DTYPE_F64 ? " in f64"
-                                        : " in an unknown dtype");
+    snprintf(text, capacity, "%s%s%s%s", locus__op_name(cost->op), algorithm,
+             dtype == LOCUS_DTYPE_F32 ? "" : " in ",
+             dtype == LOCUS_DTYPE_F32 ? "" : locus_dtype_str(dtype));
 }
 
 static uint64_t copy_bit(const locus_device *device)

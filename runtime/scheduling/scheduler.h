@@ -37,13 +37,17 @@ typedef struct locus__op_cost {
     locus_dtype dtype;
 } locus__op_cost;
 
+static inline locus_dtype locus__cost_dtype(const locus__op_cost *cost)
+{
+    return cost->dtype ? cost->dtype : LOCUS_DTYPE_F32;
+}
+
 /* Whether the device offers what the cost describes. */
 static inline bool locus__device_offers_cost(const locus_device *device,
                                              const locus__op_cost *cost)
 {
     return locus__device_offers_variant(device, cost->op, cost->algorithm,
-                                        cost->dtype ? cost->dtype
-                                                    : LOCUS_DTYPE_F32);
+                                        locus__cost_dtype(cost));
 }
 
 /* "conv2d algorithm winograd", "gemm in f64": the op as the messages

@@ -126,7 +126,7 @@ static void test_bad_bodies_are_refused(void)
         {"download_bytes ", "launch_seconds 1e-5\ndownload_bytes ",
          "repeated field", "repeats"},
         {"key locus", "key other", "another key", "another device"},
-        {"locus-calibration 4", "locus-calibration 3", "another version",
+        {"locus-calibration 5", "locus-calibration 4", "another version",
          "format line"},
         {"wake_seconds ", "wake_seconds 2\nx ", "wake-up out of range",
          "out of range"},
@@ -170,12 +170,12 @@ static void test_file_without_wake_is_refused(void)
         return;
     const char *next = strchr(line, '\n') + 1;
     snprintf(body, sizeof body, "%.*s%s", (int)(line - text), text, next);
-    char *version = strstr(body, "locus-calibration 4");
-    TEST_EXPECT(version != NULL, "no format 4 line written");
+    char *version = strstr(body, "locus-calibration 5");
+    TEST_EXPECT(version != NULL, "no format 5 line written");
     if (!version)
         return;
     expect_refused_because(text, signed_text(body, text, sizeof text),
-                           "format 4 without wake_seconds",
+                           "format 5 without wake_seconds",
                            "lacks a field: wake_seconds");
     version[strlen("locus-calibration ")] = '3';
     expect_refused_because(text, signed_text(body, text, sizeof text),

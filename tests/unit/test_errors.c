@@ -168,9 +168,14 @@ static void test_reduce(void)
     TEST_ERROR(locus_reduce(context, cpu, &desc, x, &result, NULL),
                LOCUS_ERROR_INVALID_ARGUMENT, "op 7");
     desc.op = LOCUS_REDUCE_SUM;
+    /* Sizes count elements of the dtype: 10 doubles do not fit the 10
+     * floats' buffer. */
     desc.dtype = LOCUS_DTYPE_F64;
     TEST_ERROR(locus_reduce(context, cpu, &desc, x, &result, NULL),
-               LOCUS_ERROR_NOT_SUPPORTED, "f64");
+               LOCUS_ERROR_BUFFER_TOO_SMALL, "needs 80 bytes");
+    desc.dtype = LOCUS_DTYPE_BF16;
+    TEST_ERROR(locus_reduce(context, cpu, &desc, x, &result, NULL),
+               LOCUS_ERROR_NOT_SUPPORTED, "reduce takes f32 or f64, not bf16");
     desc.dtype = (locus_dtype)99;
     TEST_ERROR(locus_reduce(context, cpu, &desc, x, &result, NULL),
                LOCUS_ERROR_INVALID_ARGUMENT, "dtype 99");
@@ -201,6 +206,59 @@ static void test_reduce(void)
     TEST_ERROR(locus_reduce(context, cpu, &older, x, &result, NULL),
                LOCUS_ERROR_INVALID_ARGUMENT, "struct_size");
     locus_buffer_destroy(x);
+}
+
+/* Each matrix is sized in its own dtype: f64 everywhere; bf16 and f16 for
+ * A and B with an f32 C. The tensor-core math modes are f32's. a, b and c
+ * hold 3x4, 4x5 and 3x5 floats. */
+static void test_gemm_dtypes(locus_buffer *a, locus_buffer *b, locus_buffer *c,
+                             const locus_gemm_desc *desc)
+{
+    locus_gemm_desc d = *desc;
+    d.dtype = LOCUS_DTYPE_F64;
+    TEST_ERROR(locus_gemm(context, cpu, &d, a, b, c, NULL),
+               LOCUS_ERROR_BUFFER_TOO_SMALL, "a needs 96 bytes");
+    d.m = 1; /* a: 1x4 doubles fit; b: 4x5 doubles do not */
+    TEST_ERROR(locus_gemm(context, cpu, &d, a, b, c, NULL),
+               LOCUS_ERROR_BUFFER_TOO_SMALL, "b needs 160 bytes");
+    d = *desc;
+    d.dtype = LOCUS_DTYPE_BF16;
+    d.n = 10; /* b: 4x10 bf16 fit b's 80 bytes; c: 3x10 f32 do not fit 60 */
+    d.ldb = 10;
+    TEST_ERROR(locus_gemm(context, cpu, &d, a, b, c, NULL),
+               LOCUS_ERROR_BUFFER_TOO_SMALL, "c needs 120 bytes");
+    d = *desc;
+    d.dtype = LOCUS_DTYPE_F64;
+    d.math = LOCUS_MATH_TF32;
+    TEST_ERROR(locus_gemm(context, cpu, &d, a, b, c, NULL),
+               LOCUS_ERROR_NOT_SUPPORTED, "tf32 is for f32 operands, not f64");
+    d.dtype = LOCUS_DTYPE_F16;
+    d.math = LOCUS_MATH_3XTF32;
+    TEST_ERROR(locus_gemm(context, cpu, &d, a, b, c, NULL),
+               LOCUS_ERROR_NOT_SUPPORTED,
+               "3xtf32 is for f32 operands, not f16");
+    d = *desc;
+    d.dtype = LOCUS_DTYPE_F64;
+    d.m = 1;
+    d.k = 2;
+    d.n = 2;
+    locus_device *devices[] = {cpu};
+    double weights[] = {1.0};
+    TEST_ERROR(
+        locus_gemm_split(context, devices, 1, weights, &d, a, b, c, NULL),
+        LOCUS_ERROR_NOT_SUPPORTED, "split takes f32 only");
+    d.dtype = (locus_dtype)0;
+    TEST_ERROR(locus_gemm(context, cpu, &d, a, b, c, NULL),
+               LOCUS_ERROR_INVALID_ARGUMENT, "dtype 0 is unknown");
+    TEST_EXPECT(locus_dtype_size(LOCUS_DTYPE_F32) == 4 &&
+                    locus_dtype_size(LOCUS_DTYPE_F64) == 8 &&
+                    locus_dtype_size(LOCUS_DTYPE_BF16) == 2 &&
+                    locus_dtype_size(LOCUS_DTYPE_F16) == 2 &&
+                    locus_dtype_size((locus_dtype)0) == 0,
+                "locus_dtype_size");
+    TEST_EXPECT(strcmp(locus_dtype_str(LOCUS_DTYPE_BF16), "bf16") == 0 &&
+                    strcmp(locus_dtype_str((locus_dtype)9), "unknown") == 0,
+                "locus_dtype_str");
 }
 
 static void test_gemm(void)
@@ -268,6 +326,7 @@ static void test_gemm(void)
                LOCUS_ERROR_INVALID_ARGUMENT, "alias");
     TEST_ERROR(locus_gemm(context, other_cpu, &desc, a, b, c, NULL),
                LOCUS_ERROR_INVALID_ARGUMENT, "another context");
+    test_gemm_dtypes(a, b, c, &desc);
 release:
     locus_buffer_destroy(a);
     locus_buffer_destroy(b);
