@@ -322,11 +322,13 @@ static void cpu_nominal_rates(void *state, size_t device,
 }
 
 /* Every op in f32; conv2d by im2col, MEC and the implicit GEMM (auto
- * picks among them), not Winograd. */
+ * picks among them), not Winograd. In f64: gemm. */
 static int cpu_offers(void *state, size_t device, locus_op_kind op,
                       int algorithm, locus_dtype dtype)
 {
-    (void)state, (void)device, (void)op;
+    (void)state, (void)device;
+    if (dtype == LOCUS_DTYPE_F64 && op == LOCUS_OP_GEMM)
+        return 1;
     if (dtype != LOCUS_DTYPE_F32)
         return 0;
     return op != LOCUS_OP_CONV2D || algorithm != LOCUS_CONV_WINOGRAD;

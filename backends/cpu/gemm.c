@@ -1,5 +1,6 @@
-/* f32 matrix product on the worker pool: the Goto/BLIS algorithm
- * (gemm_block.h) with a NUMA-aware split.
+/* The matrix product on the worker pool, f32 and f64: the Goto/BLIS
+ * algorithm (gemm_block.h) with a NUMA-aware split. The element type
+ * enters only through its packing and macro-kernel (locus__gemm_kind).
  *
  * Workers are grouped by NUMA node (the pool orders them so). Each group
  * computes the rows of C whose pages the canonical split placed on its
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "dgemm.h"
 #include "gemm_block.h"
 #include "gemm_workspace.h"
 
@@ -50,21 +52,21 @@ typedef struct gemm_group {
     int first_rank, ranks;
     size_t row_begin, row_end; /* C rows this group computes */
     int row_ways, col_ways;    /* worker grid, row_ways * col_ways = ranks */
-    float *b_blocks[2];        /* shared packed B, alternating by phase */
-    float *own;                /* per worker, own_stride floats apart */
+    char *b_blocks[2];         /* shared packed B, alternating by phase */
+    char *own;                 /* per worker, own_stride elements apart */
 } gemm_group;
 
 typedef struct gemm_job {
     const locus_services *services;
     void *runtime;
     locus_op_context *op;
-    const locus__sgemm *g;
-    const locus__cpu_isa *isa;
-    locus__sgemm_blocking blocks; /* mc, kc, nc as stepped (even blocks) */
-    size_t n_blocks, k_blocks;    /* of B: phases - 1 = their product */
-    int private_b;                /* small product: one job, see below */
-    size_t b_floats;              /* of one packed B block */
-    size_t own_stride;            /* A block (+ B block when private) */
+    const locus__gemm_view *g;
+    const locus__gemm_kind *kind;
+    locus__gemm_blocking blocks; /* mc, kc, nc as stepped (even blocks) */
+    size_t n_blocks, k_blocks;   /* of B: phases - 1 = their product */
+    int private_b;               /* small product: one job, see below */
+    size_t b_elems;              /* of one packed B block */
+    size_t own_stride;           /* A block (+ B block when private) */
     size_t phase;
     int group_count;
     gemm_group groups[MAX_GROUPS];
@@ -102,7 +104,8 @@ static void worker_tile(const gemm_job *job, const gemm_group *group, int local,
 {
     int row_part = local / group->col_ways, col_part = local % group->col_ways;
     size_t rows = group->row_end - group->row_begin;
-    job->services->split(rows, job->isa->mr, row_part, group->row_ways, r0, r1);
+    job->services->split(rows, job->kind->mr, row_part, group->row_ways, r0,
+                         r1);
     *r0 += group->row_begin;
     *r1 += group->row_begin;
     job->services->split(panels, 1, col_part, group->col_ways, q0, q1);
@@ -111,14 +114,15 @@ static void worker_tile(const gemm_job *job, const gemm_group *group, int local,
 static void pack_b_share(const gemm_job *job, const gemm_group *group,
                          int local, size_t t)
 {
-    size_t j0, nc, p0, kc, q0, q1, nr = job->isa->nr;
+    const locus__gemm_kind *kind = job->kind;
+    size_t j0, nc, p0, kc, q0, q1, nr = kind->nr;
     block_at(job, t, &j0, &nc, &p0, &kc);
     job->services->split((nc + nr - 1) / nr, 1, local, group->ranks, &q0, &q1);
     if (q0 >= q1)
         return;
     size_t cols = min_size(q1 * nr, nc) - q0 * nr;
-    locus__sgemm_pack_b(job->g, nr, p0, kc, j0 + q0 * nr, cols,
-                        group->b_blocks[t % 2] + q0 * nr * kc);
+    kind->pack_b(job->g->typed, nr, p0, kc, j0 + q0 * nr, cols,
+                 group->b_blocks[t % 2] + q0 * nr * kc * kind->elem_size);
 }
 
 /* Computes this worker's tile of C with block t of B. In private mode the
@@ -128,45 +132,45 @@ static void pack_b_share(const gemm_job *job, const gemm_group *group,
 static void compute_share(const gemm_job *job, const gemm_group *group,
                           int local, size_t t)
 {
-    const locus__sgemm *g = job->g;
-    size_t j0, nc, p0, kc, r0, r1, q0, q1, nr = job->isa->nr;
+    const locus__gemm_kind *kind = job->kind;
+    const void *typed = job->g->typed;
+    size_t elem = kind->elem_size;
+    size_t j0, nc, p0, kc, r0, r1, q0, q1, nr = kind->nr;
     block_at(job, t, &j0, &nc, &p0, &kc);
     worker_tile(job, group, local, (nc + nr - 1) / nr, &r0, &r1, &q0, &q1);
     if (r0 >= r1 || q0 >= q1)
         return;
     size_t cols = min_size(q1 * nr, nc) - q0 * nr;
-    float *ap = group->own + (size_t)local * job->own_stride;
-    const float *bp;
+    char *ap = group->own + (size_t)local * job->own_stride * elem;
+    const char *bp;
     if (job->private_b) {
-        float *mine = ap + job->own_stride - job->b_floats;
-        locus__sgemm_pack_b(g, nr, p0, kc, j0 + q0 * nr, cols, mine);
+        char *mine = ap + (job->own_stride - job->b_elems) * elem;
+        kind->pack_b(typed, nr, p0, kc, j0 + q0 * nr, cols, mine);
         bp = mine;
     } else {
-        bp = group->b_blocks[t % 2] + q0 * nr * kc;
+        bp = group->b_blocks[t % 2] + q0 * nr * kc * elem;
     }
-    float beta = p0 == 0 ? g->beta : 1.0f;
-    size_t step =
-        locus__sgemm_even_block(r1 - r0, job->blocks.mc, job->isa->mr);
+    size_t step = locus__gemm_even_block(r1 - r0, job->blocks.mc, kind->mr);
     for (size_t ic = r0; ic < r1; ic += step) {
         size_t mc = min_size(step, r1 - ic);
-        locus__sgemm_pack_a(g, job->isa->mr, ic, mc, p0, kc, ap);
-        locus__sgemm_macro(job->isa, mc, cols, kc, ap, bp,
-                           g->c + ic * g->ldc + j0 + q0 * nr, g->ldc, g->alpha,
-                           beta, job->blocks.l2_cols);
+        kind->pack_a(typed, kind->mr, ic, mc, p0, kc, ap);
+        kind->macro(typed, mc, cols, kc, ap, bp, ic, j0 + q0 * nr, p0 == 0,
+                    job->blocks.l2_cols);
     }
 }
 
 /* Accounts the stored rows [r0, r1) x columns [c0, c1) of a matrix as one
  * range: the span, gaps between rows included. Cheap, and exact whenever
  * the block is whole rows of a tight matrix, the common case. */
-static void account_block(const gemm_job *job, const float *base, size_t ld,
+static void account_block(const gemm_job *job, const void *base, size_t ld,
                           size_t r0, size_t r1, size_t c0, size_t c1)
 {
     if (r0 >= r1 || c0 >= c1)
         return;
-    size_t floats = (r1 - r0 - 1) * ld + (c1 - c0);
-    job->services->account_read(job->op, base + r0 * ld + c0,
-                                floats * sizeof(float));
+    size_t elem = job->kind->elem_size;
+    size_t elems = (r1 - r0 - 1) * ld + (c1 - c0);
+    job->services->account_read(
+        job->op, (const char *)base + (r0 * ld + c0) * elem, elems * elem);
 }
 
 /* What this worker reads over the whole product: the A rows of its tile,
@@ -174,8 +178,8 @@ static void account_block(const gemm_job *job, const float *base, size_t ld,
 static void account_worker(const gemm_job *job, const gemm_group *group,
                            int local)
 {
-    const locus__sgemm *g = job->g;
-    size_t nr = job->isa->nr, panels = (g->n + nr - 1) / nr;
+    const locus__gemm_view *g = job->g;
+    size_t nr = job->kind->nr, panels = (g->n + nr - 1) / nr;
     size_t r0, r1, q0, q1, b0, b1;
     worker_tile(job, group, local, panels, &r0, &r1, &q0, &q1);
     if (g->trans_a == LOCUS_NO_TRANS)
@@ -187,7 +191,7 @@ static void account_worker(const gemm_job *job, const gemm_group *group,
         account_block(job, g->b, g->ldb, 0, g->k, b0, b1);
     else
         account_block(job, g->b, g->ldb, b0, b1, 0, g->k);
-    if (g->beta != 0.0f)
+    if (g->reads_c)
         account_block(job, g->c, g->ldc, r0, r1, min_size(q0 * nr, g->n),
                       min_size(q1 * nr, g->n));
 }
@@ -220,9 +224,9 @@ static void scale_worker(void *arg, int rank, int ranks)
     job->services->split(job->g->m, 1, rank, ranks, &r0, &r1);
     if (r0 >= r1)
         return;
-    if (job->g->beta != 0.0f)
+    if (job->g->reads_c)
         account_block(job, job->g->c, job->g->ldc, r0, r1, 0, job->g->n);
-    locus__sgemm_scale(job->g, r0, r1, 0, job->g->n);
+    job->kind->scale(job->g->typed, r0, r1, 0, job->g->n);
 }
 
 /* The worker grid of a group: the row/column split whose largest tile,
@@ -286,8 +290,8 @@ static void build_groups(const locus__cpu_state *s, int node, int workers,
  * placed `local` is written by the node that holds it. */
 static void assign_rows(const locus__cpu_state *s, int workers, gemm_job *job)
 {
-    const locus__sgemm *g = job->g;
-    size_t row_bytes = g->ldc * sizeof(float);
+    const locus__gemm_view *g = job->g;
+    size_t row_bytes = g->ldc * job->kind->elem_size;
     size_t total = g->m * row_bytes;
     for (int i = 0; i < job->group_count; i++) {
         gemm_group *group = &job->groups[i];
@@ -308,9 +312,9 @@ static locus_status alloc_groups(const locus__cpu_state *s, gemm_job *job,
                                  locus__gemm_buffers *buffers,
                                  uint64_t *workspace)
 {
-    const locus__cpu_isa *isa = job->isa;
-    size_t kc = job->blocks.kc;
-    job->b_floats = round_up(kc * round_up(job->blocks.nc, isa->nr), 16);
+    const locus__gemm_kind *kind = job->kind;
+    size_t kc = job->blocks.kc, elem = kind->elem_size;
+    job->b_elems = round_up(kc * round_up(job->blocks.nc, kind->nr), 16);
     /* A worker's A block holds at most its tile's rows (worker_tile's
      * split: whole micro-panels, the larger shares first), which with
      * blocks sized to L3 is often fewer than mc. */
@@ -318,26 +322,26 @@ static locus_status alloc_groups(const locus__cpu_state *s, gemm_job *job,
     for (int i = 0; i < job->group_count; i++) {
         const gemm_group *group = &job->groups[i];
         size_t panels =
-            (group->row_end - group->row_begin + isa->mr - 1) / isa->mr;
+            (group->row_end - group->row_begin + kind->mr - 1) / kind->mr;
         size_t ways = (size_t)group->row_ways;
-        size_t rows = (panels + ways - 1) / ways * isa->mr;
+        size_t rows = (panels + ways - 1) / ways * kind->mr;
         if (rows > most_rows)
             most_rows = rows;
     }
     size_t mc = min_size(job->blocks.mc, most_rows);
-    job->own_stride = round_up(round_up(mc, isa->mr) * kc, 16);
+    job->own_stride = round_up(round_up(mc, kind->mr) * kc, 16);
     if (job->private_b)
-        job->own_stride += job->b_floats;
+        job->own_stride += job->b_elems;
     job->own_stride = round_up(job->own_stride, OWN_ALIGN);
-    size_t shared = job->private_b ? 0 : 2 * job->b_floats;
+    size_t shared = job->private_b ? 0 : 2 * job->b_elems;
 
     int nodes[MAX_GROUPS];
     size_t bytes[MAX_GROUPS];
     *workspace = 0;
     for (int i = 0; i < job->group_count; i++) {
         nodes[i] = job->groups[i].node;
-        bytes[i] = (shared + (size_t)job->groups[i].ranks * job->own_stride) *
-                   sizeof(float);
+        bytes[i] =
+            (shared + (size_t)job->groups[i].ranks * job->own_stride) * elem;
         *workspace += bytes[i];
     }
     locus_status status = locus__gemm_workspace_acquire(
@@ -346,12 +350,110 @@ static locus_status alloc_groups(const locus__cpu_state *s, gemm_job *job,
     if (status != LOCUS_SUCCESS)
         return status;
     for (int i = 0; i < job->group_count; i++) {
-        float *base = buffers->memory[i];
+        char *base = buffers->memory[i];
         job->groups[i].b_blocks[0] = base;
-        job->groups[i].b_blocks[1] = base + job->b_floats;
-        job->groups[i].own = base + shared;
+        job->groups[i].b_blocks[1] = base + job->b_elems * elem;
+        job->groups[i].own = base + shared * elem;
     }
     return LOCUS_SUCCESS;
+}
+
+locus_status locus__gemm_run(const locus__cpu_state *s, size_t device,
+                             const locus__gemm_kind *kind,
+                             const locus__gemm_view *g, locus_op_context *op)
+{
+    const locus_services *services = s->services;
+    int node, workers;
+    locus_status status = locus__cpu_device_workers(s, device, &node, &workers);
+    if (status != LOCUS_SUCCESS)
+        return status;
+
+    gemm_job job = {
+        .services = services,
+        .runtime = s->runtime,
+        .op = op,
+        .g = g,
+        .kind = kind,
+    };
+    locus__cpu_set_algorithm(op, kind->kernel_name);
+    if (g->m == 0 || g->n == 0)
+        return LOCUS_SUCCESS;
+    int tiny = 2.0 * (double)g->m * (double)g->n * (double)g->k <
+               LOCUS__CPU_INLINE_FLOPS;
+    if (!g->reads_ab)
+        return locus__cpu_run(s, node,
+                              (double)g->m * (double)g->n *
+                                      (double)kind->elem_size <
+                                  LOCUS__CPU_INLINE_BYTES,
+                              scale_worker, &job);
+
+    locus__gemm_blocking raw =
+        locus__gemm_blocking_for(kind->mr, kind->nr, kind->elem_size,
+                                 services->cache_bytes(s->runtime, 1),
+                                 services->cache_bytes(s->runtime, 2),
+                                 services->cache_sharing(s->runtime, 2),
+                                 services->cache_bytes(s->runtime, 3),
+                                 services->cache_sharing(s->runtime, 3));
+    job.blocks.mc = raw.mc;
+    job.blocks.l2_cols = raw.l2_cols;
+    job.blocks.kc = locus__gemm_even_block(g->k, raw.kc, 8);
+    job.blocks.nc = locus__gemm_even_block(g->n, raw.nc, kind->nr);
+    job.n_blocks = (g->n + job.blocks.nc - 1) / job.blocks.nc;
+    job.k_blocks = (g->k + job.blocks.kc - 1) / job.blocks.kc;
+
+    build_groups(s, node, workers, &job);
+    assign_rows(s, workers, &job);
+    for (int i = 0; i < job.group_count; i++)
+        choose_grid(&job.groups[i], kind->mr, kind->nr, job.blocks.nc);
+
+    job.private_b = (double)g->m * (double)g->n * (double)g->k <= PRIVATE_MAX;
+
+    uint64_t workspace = 0;
+    locus__gemm_buffers buffers;
+    status = alloc_groups(s, &job, &buffers, &workspace);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (op && op->record)
+        op->record->workspace_bytes = workspace;
+
+    size_t phases = job.private_b ? 1 : job.n_blocks * job.k_blocks + 1;
+    for (job.phase = 0; job.phase < phases; job.phase++) {
+        status = locus__cpu_run(s, node, tiny, phase_worker, &job);
+        if (status != LOCUS_SUCCESS)
+            break;
+    }
+    locus__gemm_workspace_release(services, s->runtime, &buffers);
+    return status;
+}
+
+/* ---- f32: the locus__gemm_kind of locus__sgemm ----------------------- */
+
+static void sgemm_pack_a(const void *typed, size_t mr, size_t i0, size_t mc,
+                         size_t p0, size_t kc, void *ap)
+{
+    locus__sgemm_pack_a(typed, mr, i0, mc, p0, kc, ap);
+}
+
+static void sgemm_pack_b(const void *typed, size_t nr, size_t p0, size_t kc,
+                         size_t j0, size_t nc, void *bp)
+{
+    locus__sgemm_pack_b(typed, nr, p0, kc, j0, nc, bp);
+}
+
+static void sgemm_macro(const void *typed, size_t mc, size_t nc, size_t kc,
+                        const void *ap, const void *bp, size_t i0, size_t j0,
+                        int first_depth, size_t sweep_cols)
+{
+    const locus__sgemm *g = typed;
+    locus__sgemm_macro(g->isa, mc, nc, kc, ap, bp, g->c + i0 * g->ldc + j0,
+                       g->ldc, g->alpha, first_depth ? g->beta : 1.0f,
+                       sweep_cols);
+}
+
+static void sgemm_scale(const void *typed, size_t i0, size_t i1, size_t j0,
+                        size_t j1)
+{
+    locus__sgemm_scale(typed, i0, i1, j0, j1);
 }
 
 locus_status locus__cpu_gemm(void *state, size_t device,
@@ -359,15 +461,11 @@ locus_status locus__cpu_gemm(void *state, size_t device,
                              const void *b, void *c, locus_op_context *op)
 {
     const locus__cpu_state *s = state;
-    const locus_services *services = s->services;
-
+    if (desc->dtype == LOCUS_DTYPE_F64)
+        return locus__cpu_dgemm(s, device, desc, a, b, c, op);
     /* LOCUS_MATH_TF32 and 3XTF32 permit less precision for speed; the CPU
      * has no faster path, so it honours them with full f32. */
     locus_status status = locus__cpu_check_dtype(s, "gemm", desc->dtype);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    int node, workers;
-    status = locus__cpu_device_workers(s, device, &node, &workers);
     if (status != LOCUS_SUCCESS)
         return status;
 
@@ -387,57 +485,31 @@ locus_status locus__cpu_gemm(void *state, size_t device,
         .ldc = desc->ldc,
         .isa = &s->isa,
     };
-    gemm_job job = {
-        .services = services,
-        .runtime = s->runtime,
-        .op = op,
-        .g = &g,
-        .isa = &s->isa,
+    locus__gemm_view view = {
+        .trans_a = g.trans_a,
+        .trans_b = g.trans_b,
+        .m = g.m,
+        .n = g.n,
+        .k = g.k,
+        .a = a,
+        .b = b,
+        .c = c,
+        .lda = g.lda,
+        .ldb = g.ldb,
+        .ldc = g.ldc,
+        .reads_c = g.beta != 0.0f,
+        .reads_ab = g.alpha != 0.0f && g.k != 0,
+        .typed = &g,
     };
-    locus__cpu_set_algorithm(op, s->isa.sgemm_name);
-    if (g.m == 0 || g.n == 0)
-        return LOCUS_SUCCESS;
-    int tiny =
-        2.0 * (double)g.m * (double)g.n * (double)g.k < LOCUS__CPU_INLINE_FLOPS;
-    if (g.alpha == 0.0f || g.k == 0)
-        return locus__cpu_run(
-            s, node, (double)g.m * (double)g.n * 4 < LOCUS__CPU_INLINE_BYTES,
-            scale_worker, &job);
-
-    locus__sgemm_blocking raw =
-        locus__sgemm_blocking_for(&s->isa, services->cache_bytes(s->runtime, 1),
-                                  services->cache_bytes(s->runtime, 2),
-                                  services->cache_sharing(s->runtime, 2),
-                                  services->cache_bytes(s->runtime, 3),
-                                  services->cache_sharing(s->runtime, 3));
-    job.blocks.mc = raw.mc;
-    job.blocks.l2_cols = raw.l2_cols;
-    job.blocks.kc = locus__sgemm_even_block(g.k, raw.kc, 8);
-    job.blocks.nc = locus__sgemm_even_block(g.n, raw.nc, s->isa.nr);
-    job.n_blocks = (g.n + job.blocks.nc - 1) / job.blocks.nc;
-    job.k_blocks = (g.k + job.blocks.kc - 1) / job.blocks.kc;
-
-    build_groups(s, node, workers, &job);
-    assign_rows(s, workers, &job);
-    for (int i = 0; i < job.group_count; i++)
-        choose_grid(&job.groups[i], s->isa.mr, s->isa.nr, job.blocks.nc);
-
-    job.private_b = (double)g.m * (double)g.n * (double)g.k <= PRIVATE_MAX;
-
-    uint64_t workspace = 0;
-    locus__gemm_buffers buffers;
-    status = alloc_groups(s, &job, &buffers, &workspace);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    if (op && op->record)
-        op->record->workspace_bytes = workspace;
-
-    size_t phases = job.private_b ? 1 : job.n_blocks * job.k_blocks + 1;
-    for (job.phase = 0; job.phase < phases; job.phase++) {
-        status = locus__cpu_run(s, node, tiny, phase_worker, &job);
-        if (status != LOCUS_SUCCESS)
-            break;
-    }
-    locus__gemm_workspace_release(services, s->runtime, &buffers);
-    return status;
+    locus__gemm_kind kind = {
+        .elem_size = sizeof(float),
+        .mr = s->isa.mr,
+        .nr = s->isa.nr,
+        .kernel_name = s->isa.sgemm_name,
+        .pack_a = sgemm_pack_a,
+        .pack_b = sgemm_pack_b,
+        .macro = sgemm_macro,
+        .scale = sgemm_scale,
+    };
+    return locus__gemm_run(s, device, &kind, &view, op);
 }

@@ -21,27 +21,77 @@
 
 #include <stddef.h>
 
+#include <locus/backend.h>
+
 #include "gemm.h"
 #include "isa.h"
 
-typedef struct locus__sgemm_blocking {
+typedef struct locus__gemm_blocking {
     size_t mc;      /* rows of a packed A block, a multiple of mr */
     size_t kc;      /* depth of packed blocks */
     size_t nc;      /* columns of a packed B block, a multiple of nr */
     size_t l2_cols; /* columns of B swept per A micro-panel, of nr */
-} locus__sgemm_blocking;
+} locus__gemm_blocking;
 
-/* Block sizes for the kernel's tile from the cache sizes in bytes (0:
- * unknown, a typical size is assumed) and how many workers share each. */
-locus__sgemm_blocking locus__sgemm_blocking_for(const locus__cpu_isa *isa,
-                                                size_t l1, size_t l2,
-                                                int l2_sharing, size_t l3,
-                                                int l3_sharing);
+/* Block sizes for an mr x nr register tile of elements of elem_size bytes
+ * from the cache sizes in bytes (0: unknown, a typical size is assumed)
+ * and how many workers share each. */
+locus__gemm_blocking locus__gemm_blocking_for(size_t mr, size_t nr,
+                                              size_t elem_size, size_t l1,
+                                              size_t l2, int l2_sharing,
+                                              size_t l3, int l3_sharing);
 
 /* Splits `total` into blocks of at most `block`, all of the same size
  * rounded up to `unit` but the last: fewer ragged edges than cutting
  * whole blocks and a remainder. Returns the block size to step by. */
-size_t locus__sgemm_even_block(size_t total, size_t block, size_t unit);
+size_t locus__gemm_even_block(size_t total, size_t block, size_t unit);
+
+/* What the parallel driver (gemm.c) needs to know of one element type:
+ * its loops, worker split, phases and accounting are the same for f32
+ * (gemm_pack.c, gemm_macro.c) and f64 (dgemm_pack.c, dgemm_macro.c); the
+ * packing and the macro-kernel are the type's. `typed` is the type's own
+ * descriptor (locus__sgemm, locus__dgemm), which the functions read. Called
+ * once per block, so the indirection costs nothing measurable. */
+typedef struct locus__gemm_kind {
+    size_t elem_size;
+    size_t mr, nr;
+    const char *kernel_name; /* the record's algorithm, e.g. "avx2-6x16" */
+    /* As locus__sgemm_pack_a and _pack_b below. */
+    void (*pack_a)(const void *typed, size_t mr, size_t i0, size_t mc,
+                   size_t p0, size_t kc, void *ap);
+    void (*pack_b)(const void *typed, size_t nr, size_t p0, size_t kc,
+                   size_t j0, size_t nc, void *bp);
+    /* locus__sgemm_macro on the block of C at row i0, column j0, with the
+     * descriptor's beta where first_depth (depth block 0), else 1. */
+    void (*macro)(const void *typed, size_t mc, size_t nc, size_t kc,
+                  const void *ap, const void *bp, size_t i0, size_t j0,
+                  int first_depth, size_t sweep_cols);
+    /* As locus__sgemm_scale. */
+    void (*scale)(const void *typed, size_t i0, size_t i1, size_t j0,
+                  size_t j1);
+} locus__gemm_kind;
+
+/* The type-free part of a product that the driver reads: the shape, where
+ * the matrices are, whether the product reads C (beta != 0) and whether
+ * it reads A and B at all (alpha != 0 and k != 0, in the type's own
+ * precision: an alpha that rounds to 0 in f32 is 0). */
+typedef struct locus__gemm_view {
+    locus_transpose trans_a, trans_b;
+    size_t m, n, k;
+    const void *a, *b;
+    void *c;
+    size_t lda, ldb, ldc;
+    int reads_c, reads_ab;
+    const void *typed;
+} locus__gemm_view;
+
+/* Runs the product on the worker pool (gemm.c); the op's entry checked
+ * the descriptor and the dtype. */
+struct locus__cpu_state;
+locus_status locus__gemm_run(const struct locus__cpu_state *s, size_t device,
+                             const locus__gemm_kind *kind,
+                             const locus__gemm_view *view,
+                             locus_op_context *op);
 
 /* Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of alpha-free op(A) into
  * micro-panels of mr rows: ap[(i / mr) * mr * kc + p * mr + i % mr], the

@@ -30,12 +30,11 @@ static size_t clamp_size(size_t v, size_t lo, size_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-locus__sgemm_blocking locus__sgemm_blocking_for(const locus__cpu_isa *isa,
-                                                size_t l1, size_t l2,
-                                                int l2_sharing, size_t l3,
-                                                int l3_sharing)
+locus__gemm_blocking locus__gemm_blocking_for(size_t mr, size_t nr,
+                                              size_t elem_size, size_t l1,
+                                              size_t l2, int l2_sharing,
+                                              size_t l3, int l3_sharing)
 {
-    size_t mr = isa->mr, nr = isa->nr;
     if (l1 == 0)
         l1 = DEFAULT_L1;
     if (l2 == 0)
@@ -46,17 +45,17 @@ locus__sgemm_blocking locus__sgemm_blocking_for(const locus__cpu_isa *isa,
         l2 /= (size_t)l2_sharing;
     size_t l3_share = l3_sharing > 1 ? l3 / (size_t)l3_sharing : l3;
 
-    locus__sgemm_blocking b;
+    locus__gemm_blocking b;
     /* Multiples of 8 keep the kernels' unrolled k loops whole. */
-    b.kc = clamp_size(l1 / 2 / (mr * sizeof(float)) / 8 * 8, 128, 384);
-    size_t panel_bytes = b.kc * sizeof(float);
+    b.kc = clamp_size(l1 / 2 / (mr * elem_size) / 8 * 8, 128, 384);
+    size_t panel_bytes = b.kc * elem_size;
     b.l2_cols = clamp_size(l2 / 4 / panel_bytes / nr * nr, nr, 8192 / nr * nr);
     b.mc = clamp_size(l3_share / 4 / panel_bytes / mr * mr, mr, 4096 / mr * mr);
     b.nc = clamp_size(l3 / 2 / panel_bytes / nr * nr, nr, 8192 / nr * nr);
     return b;
 }
 
-size_t locus__sgemm_even_block(size_t total, size_t block, size_t unit)
+size_t locus__gemm_even_block(size_t total, size_t block, size_t unit)
 {
     if (total <= block)
         return total;

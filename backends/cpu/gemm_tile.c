@@ -59,9 +59,9 @@ void locus__cpu_sgemm_tile(const locus__sgemm *g,
     const locus__cpu_isa *isa = g->isa ? g->isa : locus__cpu_isa_best();
     size_t mr = isa->mr, nr = isa->nr;
     size_t rows = row_end - row_begin, cols = col_end - col_begin;
-    size_t mc = locus__sgemm_even_block(rows, blocks->mc / mr * mr, mr);
-    size_t kc = locus__sgemm_even_block(g->k, blocks->kc, 8);
-    size_t nc = locus__sgemm_even_block(cols, blocks->nc / nr * nr, nr);
+    size_t mc = locus__gemm_even_block(rows, blocks->mc / mr * mr, mr);
+    size_t kc = locus__gemm_even_block(g->k, blocks->kc, 8);
+    size_t nc = locus__gemm_even_block(cols, blocks->nc / nr * nr, nr);
 
     float *ap = align_up(scratch);
     float *bp = align_up(ap + a_floats(blocks, rows, g->k));
