@@ -19,6 +19,7 @@
 
 #include <locus/backend.h>
 
+#include "cuda_f64.h"
 #include "cuda_half_ops.h"
 #include "cuda_internal.h"
 
@@ -459,6 +460,8 @@ static int cuda_offers(void *state, size_t index, locus_op_kind op,
     (void)state, (void)index;
     if (locus__cuda_half_dtype(dtype))
         return locus__cuda_half_offers(op, algorithm);
+    if (dtype == LOCUS_DTYPE_F64)
+        return locus__cuda_offers_f64(op, algorithm);
     (void)op, (void)algorithm;
     return dtype == LOCUS_DTYPE_F32;
 }

@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda_f64.h"
 #include "cuda_half_ops.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
@@ -352,7 +353,8 @@ static locus_status shape_of(const cuda_state *state,
                              const locus_conv2d_desc *desc,
                              locus__cuda_conv *cv)
 {
-    if (desc->dtype != LOCUS_DTYPE_F32 && !locus__cuda_half_dtype(desc->dtype))
+    if (desc->dtype != LOCUS_DTYPE_F32 && desc->dtype != LOCUS_DTYPE_F64 &&
+        !locus__cuda_half_dtype(desc->dtype))
         return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
                                      "conv2d dtype %d is not implemented on "
                                      "cuda",
@@ -429,6 +431,9 @@ locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
     if (locus__cuda_half_dtype(desc->dtype))
         return locus__cuda_conv2d_half_op(state, index, desc, &run.cv, input,
                                           filter, output, op);
+    if (desc->dtype == LOCUS_DTYPE_F64)
+        return locus__cuda_conv2d_f64(state, index, &run.cv, desc->algorithm,
+                                      input, filter, output, op);
     locus_conv_algorithm algorithm = desc->algorithm;
     if (algorithm == LOCUS_CONV_AUTO)
         algorithm = choose(&run.cv);

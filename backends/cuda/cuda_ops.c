@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "cuda_half_ops.h"
+#include "cuda_f64.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
 
@@ -25,8 +26,8 @@ static locus_status check_f32(const cuda_state *state, const char *op,
 
 /* The reduce scratch (partials, ticket, result) and the pinned slot the
  * result is read back into: made once per device, the ticket zeroed. */
-static locus_status reduce_scratch(const cuda_state *state, size_t index,
-                                   cuda_device *device)
+locus_status locus__cuda_reduce_scratch(const cuda_state *state, size_t index,
+                                        cuda_device *device)
 {
     if (device->reduce_scratch != NULL && device->result_host != NULL)
         return LOCUS_SUCCESS;
@@ -120,6 +121,8 @@ locus_status locus__cuda_reduce_op(void *opaque, size_t index,
                                      desc == NULL ? "desc"
                                      : x == NULL  ? "x"
                                                   : "result");
+    if (desc->dtype == LOCUS_DTYPE_F64)
+        return locus__cuda_reduce_f64_op(state, index, desc, x, result, op);
     locus_status status = check_f32(state, "reduce", desc->dtype);
     if (status != LOCUS_SUCCESS)
         return status;
@@ -130,7 +133,7 @@ locus_status locus__cuda_reduce_op(void *opaque, size_t index,
     status = locus__cuda_begin(state, index, &device);
     if (status != LOCUS_SUCCESS)
         return status;
-    status = reduce_scratch(state, index, device);
+    status = locus__cuda_reduce_scratch(state, index, device);
     if (status != LOCUS_SUCCESS)
         goto end;
     /* The threads add in f32, which overflows where the float64 sum does
@@ -240,6 +243,8 @@ locus_status locus__cuda_gemm_op(void *opaque, size_t index,
     /* bf16 and f16 A and B (C f32): cuda_half_ops.c. */
     if (desc != NULL && locus__cuda_half_dtype(desc->dtype))
         return locus__cuda_gemm_half_op(state, index, desc, a, b, c, op);
+    if (desc != NULL && desc->dtype == LOCUS_DTYPE_F64)
+        return locus__cuda_gemm_f64_op(state, index, desc, a, b, c, op);
     /* alpha or k 0: C = beta C, and the runtime hands NULL for A and B
      * (backend.h); m or n 0 never reaches a backend. */
     const int scale_only =

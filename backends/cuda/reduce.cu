@@ -297,10 +297,12 @@ extern "C" int locus__cuda_reduce_blocks(int sms)
     return (sms > 0 ? sms : 1) * kBlocksPerSm;
 }
 
-/* Layout: partials[blocks] doubles, the result double, the counter. */
+/* Layout: partials, two doubles a block (this file's kernels use the
+ * first, reduce_f64.cu's sums both: a sum and its error term), the result
+ * double, the counter. */
 extern "C" size_t locus__cuda_reduce_result_offset(int sms)
 {
-    return (size_t)locus__cuda_reduce_blocks(sms) * sizeof(double);
+    return (size_t)locus__cuda_reduce_blocks(sms) * 2 * sizeof(double);
 }
 
 extern "C" size_t locus__cuda_reduce_scratch_bytes(int sms)

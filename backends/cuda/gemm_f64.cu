@@ -1,0 +1,607 @@
+/*
+ * DGEMM: C = alpha op(A) op(B) + beta C in double, row-major, any shape,
+ * leading dimensions and transposes, plain or batched (cuda_kernels_f64.h).
+ *
+ * From compute capability 9.0: the FP64 tensor cores through mma.sync
+ * f64 m16n8k4/k8/k16 (PTX ISA 7.8, sm_90; wgmma has no f64), fed by a
+ * multistage cp.async pipeline, the structure of gemm_mma_async.cuh in
+ * double:
+ *
+ * - kStages tiles of k 16 in flight; cp.async zero-fills what lies past
+ *   the matrix (src-size 0 or a partial vector), so the inner loop has no
+ *   tests. 16-byte copies where the operand allows them (base 16-byte
+ *   aligned, leading dimension and batch strides even), 8-byte ones else.
+ * - Each operand stays in shared memory as stored in global memory: rows
+ *   of 16 k (k-contiguous) or of the tile's mn, padded by 4 doubles. With
+ *   a row length of 4 mod 16 doubles, the fragment reads of a half warp
+ *   (lane g, t reads row g column t, or row t column g) hit 16 different
+ *   8-byte bank pairs: conflict-free.
+ * - Warp tiles of 64 x 32 (or 32 x 32) in m16n8 mma tiles; the
+ *   accumulators stay in registers; the epilogue applies alpha and beta in
+ *   double straight from them (beta 0 never reads C).
+ * - Blocks walk the tiles in groups of 8 tile rows (gemm_mma_async.cuh's
+ *   grouped_tile), so the blocks in flight share A and B panels in L2.
+ *
+ * Below 9.0 (no f64 mma of these shapes): a SIMT kernel on the FP64 FMA
+ * units, 64 x 64 tiles, 4 x 4 outputs a thread.
+ */
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda_kernels_f64.h"
+
+namespace
+{
+
+constexpr int kBk = 16;        /* k per stage */
+constexpr int kPad = 4;        /* doubles of padding per shared row */
+constexpr unsigned kGroupRows = 8;
+
+struct Problem {
+    const double *a, *b;
+    double *c;
+    size_t m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+    size_t batches, inner;
+    size_t a_stride[2], b_stride[2], c_stride[2];
+    bool vec_c;
+
+    __device__ __forceinline__ size_t offset(const size_t (&s)[2],
+                                             size_t z) const
+    {
+        return (z / inner) * s[0] + (z % inner) * s[1];
+    }
+};
+
+/* One operand of one batch entry: element (mn, kk) at ptr[mn * ld + kk]
+ * when k-contiguous, else at ptr[kk * ld + mn]. */
+struct View {
+    const double *ptr;
+    size_t ld, extent_mn, extent_k;
+};
+
+__device__ __forceinline__ void copy_async(double *shared, const double *global,
+                                           int bytes, int vector_bytes)
+{
+    const uint32_t to = (uint32_t)__cvta_generic_to_shared(shared);
+    if (vector_bytes == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to),
+                     "l"(global), "r"(bytes));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(to),
+                     "l"(global), "r"(bytes));
+}
+
+__device__ __forceinline__ void copy_async_commit()
+{
+    asm volatile("cp.async.commit_group;");
+}
+
+template <int Pending> __device__ __forceinline__ void copy_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(Pending));
+}
+
+/* Doubles of one stage of an operand whose tile is Mn wide. */
+template <bool KContig, int Mn> __host__ __device__ constexpr int stage_doubles()
+{
+    return KContig ? Mn * (kBk + kPad) : kBk * (Mn + kPad);
+}
+
+/* Issues the copies of the Mn x 16 tile at (mn0, k0) into s: thread idx's
+ * vectors sit in one column of the stored tile, every RowStep-th row. */
+template <bool KContig, int Mn, int Threads, int Vec>
+__device__ __forceinline__ void load_tile(double *s, const View &v, size_t mn0,
+                                          size_t k0)
+{
+    constexpr int kInner = KContig ? kBk : Mn; /* doubles a stored row */
+    constexpr int kRows = KContig ? Mn : kBk;
+    constexpr int kLds = kInner + kPad;
+    constexpr int kPerRow = kInner / Vec;
+    static_assert(Threads % kPerRow == 0, "threads cover whole rows");
+    constexpr int kRowStep = Threads / kPerRow;
+    static_assert(kRows % kRowStep == 0, "rows split evenly");
+    constexpr int kCopies = kRows / kRowStep;
+    const int row0 = threadIdx.x / kPerRow;
+    const int col = (threadIdx.x % kPerRow) * Vec;
+    const size_t outer0 = (KContig ? mn0 : k0) + row0;
+    const size_t outer_extent = KContig ? v.extent_mn : v.extent_k;
+    const size_t inner_at = (KContig ? k0 : mn0) + col;
+    const size_t inner_extent = KContig ? v.extent_k : v.extent_mn;
+    const size_t left = inner_at < inner_extent ? inner_extent - inner_at : 0;
+    const int bytes = (int)(left >= (size_t)Vec ? Vec : left) * 8;
+    const double *from = v.ptr + outer0 * v.ld + inner_at;
+    double *to = s + row0 * kLds + col;
+#pragma unroll
+    for (int i = 0; i < kCopies; i++) {
+        const bool inside = outer0 + i * kRowStep < outer_extent && bytes != 0;
+        copy_async(to + i * kRowStep * kLds,
+                   inside ? from + (size_t)i * kRowStep * v.ld : v.ptr,
+                   inside ? bytes : 0, Vec * 8);
+    }
+}
+
+/* d = a b + d on one m16n8kK tile. Fragments (g = lane / 4, t = lane % 4):
+ * a[h + 2q] = A(g + 8h, t + 4q), b[q] = B(t + 4q, g), d[e] =
+ * C(g + 8 (e / 2), 2t + e % 2). */
+template <int K>
+__device__ __forceinline__ void mma(double (&d)[4], const double (&a)[K / 2],
+                                    const double (&b)[K / 4]);
+
+template <>
+__device__ __forceinline__ void mma<4>(double (&d)[4], const double (&a)[2],
+                                       const double (&b)[1])
+{
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+}
+
+template <>
+__device__ __forceinline__ void mma<8>(double (&d)[4], const double (&a)[4],
+                                       const double (&b)[2])
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]),
+                   "d"(b[1]));
+}
+
+template <>
+__device__ __forceinline__ void mma<16>(double (&d)[4], const double (&a)[8],
+                                        const double (&b)[4])
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
+                 "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]),
+                   "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]),
+                   "d"(b[2]), "d"(b[3]));
+}
+
+/* The tile of linear block id, kGroupRows tile rows walked column by
+ * column; false for spare blocks. */
+__device__ __forceinline__ bool grouped_tile(unsigned tiles_m, unsigned tiles_n,
+                                             unsigned &tile_m, unsigned &tile_n)
+{
+    const unsigned id = blockIdx.y * gridDim.x + blockIdx.x;
+    if (id >= tiles_m * tiles_n)
+        return false;
+    const unsigned per_group = kGroupRows * tiles_n;
+    const unsigned first = id / per_group * kGroupRows;
+    const unsigned rows =
+        tiles_m - first < kGroupRows ? tiles_m - first : kGroupRows;
+    const unsigned in_group = id % per_group;
+    tile_m = first + in_group % rows;
+    tile_n = in_group / rows;
+    return true;
+}
+
+/* C(row, col .. col + 1) = alpha (v0, v1) + beta C; col is even. */
+__device__ __forceinline__ void store2(const Problem &p, double *c, size_t row,
+                                       size_t col, double v0, double v1)
+{
+    if (row >= p.m || col >= p.n)
+        return;
+    double *at = c + row * p.ldc + col;
+    const bool both = col + 1 < p.n;
+    if (both && p.vec_c) {
+        double2 out = make_double2(p.alpha * v0, p.alpha * v1);
+        if (p.beta != 0.0) {
+            const double2 old = *reinterpret_cast<const double2 *>(at);
+            out.x = fma(p.beta, old.x, out.x);
+            out.y = fma(p.beta, old.y, out.y);
+        }
+        *reinterpret_cast<double2 *>(at) = out;
+        return;
+    }
+    at[0] = p.beta != 0.0 ? fma(p.beta, at[0], p.alpha * v0) : p.alpha * v0;
+    if (both)
+        at[1] = p.beta != 0.0 ? fma(p.beta, at[1], p.alpha * v1) : p.alpha * v1;
+}
+
+/* The tensor-core kernel's shape: Bm x Bn block tile of WarpsM x WarpsN
+ * warps, mma m16n8kK. */
+template <int Bm, int Bn, int WarpsM, int WarpsN, int K, int Stages,
+          int MinBlocks>
+struct Shape {
+    static constexpr int kBm = Bm, kBn = Bn, kK = K, kStages = Stages;
+    static constexpr int kWarpsN = WarpsN;
+    static constexpr int kThreads = 32 * WarpsM * WarpsN;
+    static constexpr int kMinBlocks = MinBlocks;
+    static constexpr int kWarpM = Bm / WarpsM, kWarpN = Bn / WarpsN;
+    static constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
+};
+
+template <class S, bool TransA, bool TransB, int Vec>
+__global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
+    dmma_kernel(const Problem p, size_t z_base, unsigned tiles_m,
+                unsigned tiles_n)
+{
+    constexpr bool kAK = !TransA, kBK = TransB; /* k-contiguous operands */
+    constexpr int kAD = stage_doubles<kAK, S::kBm>();
+    constexpr int kBD = stage_doubles<kBK, S::kBn>();
+    constexpr int kLda = kAK ? kBk + kPad : S::kBm + kPad;
+    constexpr int kLdb = kBK ? kBk + kPad : S::kBn + kPad;
+    constexpr int kK = S::kK;
+    extern __shared__ __align__(16) double shared_f64[];
+    double *as = shared_f64;
+    double *bs = shared_f64 + S::kStages * kAD;
+
+    unsigned tile_m, tile_n;
+    if (!grouped_tile(tiles_m, tiles_n, tile_m, tile_n))
+        return;
+    const size_t z = z_base + blockIdx.z;
+    const View va{p.a + p.offset(p.a_stride, z), p.lda, p.m, p.k};
+    const View vb{p.b + p.offset(p.b_stride, z), p.ldb, p.n, p.k};
+    const size_t m0 = (size_t)tile_m * S::kBm, n0 = (size_t)tile_n * S::kBn;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm = (warp / S::kWarpsN) * S::kWarpM;
+    const int wn = (warp % S::kWarpsN) * S::kWarpN;
+
+    double acc[S::kTilesM][S::kTilesN][4];
+#pragma unroll
+    for (int i = 0; i < S::kTilesM; i++)
+#pragma unroll
+        for (int j = 0; j < S::kTilesN; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.0;
+
+    const size_t tiles = (p.k + kBk - 1) / kBk;
+#pragma unroll
+    for (int s = 0; s < S::kStages - 1; s++) {
+        if ((size_t)s < tiles) {
+            load_tile<kAK, S::kBm, S::kThreads, Vec>(as + s * kAD, va, m0,
+                                                     (size_t)s * kBk);
+            load_tile<kBK, S::kBn, S::kThreads, Vec>(bs + s * kBD, vb, n0,
+                                                     (size_t)s * kBk);
+        }
+        copy_async_commit();
+    }
+
+    for (size_t kt = 0; kt < tiles; kt++) {
+        /* Tile kt has landed, and every warp is done with the stage the
+         * next load overwrites (tile kt - 1's). */
+        copy_async_wait<S::kStages - 2>();
+        __syncthreads();
+        const size_t next = kt + S::kStages - 1;
+        if (next < tiles) {
+            const int stage = (int)(next % S::kStages);
+            load_tile<kAK, S::kBm, S::kThreads, Vec>(as + stage * kAD, va, m0,
+                                                     next * kBk);
+            load_tile<kBK, S::kBn, S::kThreads, Vec>(bs + stage * kBD, vb, n0,
+                                                     next * kBk);
+        }
+        copy_async_commit();
+
+        const double *sa = as + (int)(kt % S::kStages) * kAD;
+        const double *sb = bs + (int)(kt % S::kStages) * kBD;
+#pragma unroll
+        for (int ks = 0; ks < kBk; ks += kK) {
+            double b[S::kTilesN][kK / 4];
+#pragma unroll
+            for (int j = 0; j < S::kTilesN; j++)
+#pragma unroll
+                for (int q = 0; q < kK / 4; q++) {
+                    const int n = wn + j * 8 + g, kk = ks + t + 4 * q;
+                    b[j][q] = kBK ? sb[n * kLdb + kk] : sb[kk * kLdb + n];
+                }
+#pragma unroll
+            for (int i = 0; i < S::kTilesM; i++) {
+                double a[kK / 2];
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int q = 0; q < kK / 4; q++) {
+                        const int m = wm + i * 16 + g + 8 * h;
+                        const int kk = ks + t + 4 * q;
+                        a[h + 2 * q] =
+                            kAK ? sa[m * kLda + kk] : sa[kk * kLda + m];
+                    }
+#pragma unroll
+                for (int j = 0; j < S::kTilesN; j++)
+                    mma<kK>(acc[i][j], a, b[j]);
+            }
+        }
+    }
+    copy_async_wait<0>();
+
+    double *c = p.c + p.offset(p.c_stride, z);
+#pragma unroll
+    for (int i = 0; i < S::kTilesM; i++)
+#pragma unroll
+        for (int j = 0; j < S::kTilesN; j++) {
+            const size_t row = m0 + wm + i * 16 + g;
+            const size_t col = n0 + wn + j * 8 + 2 * t;
+            store2(p, c, row, col, acc[i][j][0], acc[i][j][1]);
+            store2(p, c, row + 8, col, acc[i][j][2], acc[i][j][3]);
+        }
+}
+
+/* The SIMT kernel: 64 x 64 tiles, 256 threads of 4 x 4 outputs, k 16 a
+ * step through shared memory ([k][m] and [k][n], so each thread reads
+ * its four rows and four columns as runs). */
+constexpr int kSimtTile = 64, kSimtThreads = 256;
+
+template <bool TransA, bool TransB>
+__global__ void __launch_bounds__(kSimtThreads)
+    simt_kernel(const Problem p, size_t z_base, unsigned tiles_m,
+                unsigned tiles_n)
+{
+    __shared__ double sa[kBk][kSimtTile + 1];
+    __shared__ double sb[kBk][kSimtTile + 1];
+    unsigned tile_m, tile_n;
+    if (!grouped_tile(tiles_m, tiles_n, tile_m, tile_n))
+        return;
+    const size_t z = z_base + blockIdx.z;
+    const double *a = p.a + p.offset(p.a_stride, z);
+    const double *b = p.b + p.offset(p.b_stride, z);
+    const size_t m0 = (size_t)tile_m * kSimtTile, n0 = (size_t)tile_n * kSimtTile;
+    const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;
+    double acc[4][4] = {};
+    for (size_t k0 = 0; k0 < p.k; k0 += kBk) {
+        /* 64 x 16 = 1024 elements an operand, four a thread. */
+        for (int e = threadIdx.x; e < kSimtTile * kBk; e += kSimtThreads) {
+            /* Consecutive threads along the stored-contiguous dimension. */
+            const int kk = TransA ? e / kSimtTile : e % kBk;
+            const int mm = TransA ? e % kSimtTile : e / kBk;
+            const size_t gm = m0 + mm, gk = k0 + kk;
+            sa[kk][mm] = gm < p.m && gk < p.k
+                             ? (TransA ? a[gk * p.lda + gm] : a[gm * p.lda + gk])
+                             : 0.0;
+            const int kb = TransB ? e % kBk : e / kSimtTile;
+            const int nn = TransB ? e / kBk : e % kSimtTile;
+            const size_t gn = n0 + nn, gkb = k0 + kb;
+            sb[kb][nn] = gn < p.n && gkb < p.k
+                             ? (TransB ? b[gn * p.ldb + gkb] : b[gkb * p.ldb + gn])
+                             : 0.0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < kBk; kk++) {
+            double ra[4], rb[4];
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                ra[x] = sa[kk][tr + 16 * x];
+                rb[x] = sb[kk][tc + 16 * x];
+            }
+#pragma unroll
+            for (int x = 0; x < 4; x++)
+#pragma unroll
+                for (int y = 0; y < 4; y++)
+                    acc[x][y] = fma(ra[x], rb[y], acc[x][y]);
+        }
+        __syncthreads();
+    }
+    double *c = p.c + p.offset(p.c_stride, z);
+#pragma unroll
+    for (int x = 0; x < 4; x++)
+#pragma unroll
+        for (int y = 0; y < 4; y++) {
+            const size_t row = m0 + tr + 16 * x, col = n0 + tc + 16 * y;
+            if (row < p.m && col < p.n) {
+                double *at = c + row * p.ldc + col;
+                *at = p.beta != 0.0 ? fma(p.beta, *at, p.alpha * acc[x][y])
+                                    : p.alpha * acc[x][y];
+            }
+        }
+}
+
+/* Launches kernel over the tiles (one linear range that grouped_tile
+ * maps) and the batch entries in slices of 65535. */
+template <class Kernel>
+cudaError_t launch_grid(Kernel kernel, int threads, int shared_bytes,
+                        const Problem &p, int bm, int bn, cudaStream_t stream)
+{
+    const size_t tiles_m = (p.m + bm - 1) / bm, tiles_n = (p.n + bn - 1) / bn;
+    if (tiles_m * tiles_n > 0x7fffffffu || p.batches == 0)
+        return cudaErrorInvalidValue;
+    const unsigned blocks = (unsigned)(tiles_m * tiles_n);
+    const unsigned grid_y = (blocks + 65535 - 1) / 65535;
+    const unsigned grid_x = (blocks + grid_y - 1) / grid_y;
+    for (size_t z = 0; z < p.batches; z += 65535) {
+        const size_t slice = p.batches - z < 65535 ? p.batches - z : 65535;
+        kernel<<<dim3(grid_x, grid_y, (unsigned)slice), threads, shared_bytes,
+                 stream>>>(p, z, (unsigned)tiles_m, (unsigned)tiles_n);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
+}
+
+template <class S, bool TransA, bool TransB, int Vec>
+cudaError_t launch_dmma(const Problem &p, cudaStream_t stream)
+{
+    constexpr int kBytes =
+        S::kStages *
+        (stage_doubles<!TransA, S::kBm>() + stage_doubles<TransB, S::kBn>()) *
+        (int)sizeof(double);
+    auto kernel = dmma_kernel<S, TransA, TransB, Vec>;
+    const cudaError_t err = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+    if (err != cudaSuccess)
+        return err;
+    return launch_grid(kernel, S::kThreads, kBytes, p, S::kBm, S::kBn, stream);
+}
+
+template <class S, bool TransA, bool TransB>
+cudaError_t launch_dmma_vec(const Problem &p, bool vec, cudaStream_t stream)
+{
+    return vec ? launch_dmma<S, TransA, TransB, 2>(p, stream)
+               : launch_dmma<S, TransA, TransB, 1>(p, stream);
+}
+
+/* The k4 and k16 variants exist to be measured against k8: with operands
+ * that allow no 16-byte copies they run as k8, which keeps the module's
+ * kernel count down. */
+template <class S, class Fallback, bool TransA, bool TransB>
+cudaError_t launch_dmma_variant(const Problem &p, bool vec, cudaStream_t stream)
+{
+    return vec ? launch_dmma<S, TransA, TransB, 2>(p, stream)
+               : launch_dmma<Fallback, TransA, TransB, 1>(p, stream);
+}
+
+/* 128 x 128, 8 warps of 64 x 32, one block an SM (the accumulators take
+ * 128 registers a thread), 4 stages; 128 x 64 (two blocks an SM) and
+ * 64 x 64 (three), 3 stages, so that their shared memory fits beside each
+ * other. */
+using Big4 = Shape<128, 128, 2, 4, 4, 4, 1>;
+using Big8 = Shape<128, 128, 2, 4, 8, 4, 1>;
+using Big16 = Shape<128, 128, 2, 4, 16, 4, 1>;
+using Small8 = Shape<64, 64, 2, 2, 8, 3, 3>;
+using Mid8 = Shape<128, 64, 2, 2, 8, 3, 2>;
+
+template <bool TransA, bool TransB>
+cudaError_t run(const Problem &p, int kernel, bool vec, cudaStream_t stream)
+{
+    switch (kernel) {
+    case LOCUS_CUDA_DGEMM_SIMT:
+        return launch_grid(simt_kernel<TransA, TransB>, kSimtThreads, 0, p,
+                           kSimtTile, kSimtTile, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128_K4:
+        return launch_dmma_variant<Big4, Big8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128_K8:
+        return launch_dmma_vec<Big8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128_K16:
+        return launch_dmma_variant<Big16, Big8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_64_K8:
+        return launch_dmma_vec<Small8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K8:
+        return launch_dmma_vec<Mid8, TransA, TransB>(p, vec, stream);
+    }
+    return cudaErrorInvalidValue;
+}
+
+bool even(const void *ptr, size_t ld, const size_t (&strides)[2])
+{
+    return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && ld % 2 == 0 &&
+           strides[0] % 2 == 0 && strides[1] % 2 == 0;
+}
+
+bool valid(const locus__cuda_dgemm *g)
+{
+    return g != nullptr && g->a != nullptr && g->b != nullptr &&
+           g->c != nullptr && g->m != 0 && g->n != 0 && g->k != 0 &&
+           g->batch_outer != 0 && g->batch_inner != 0;
+}
+
+size_t tiles_of(const locus__cuda_dgemm *g, size_t bm, size_t bn)
+{
+    return (g->m + bm - 1) / bm * ((g->n + bn - 1) / bn) * g->batch_outer *
+           g->batch_inner;
+}
+
+} // namespace
+
+extern "C" int locus__cuda_dgemm_choose(const locus__cuda_dgemm *g,
+                                        int cc_major, int sms)
+{
+    if (cc_major < 9)
+        return LOCUS_CUDA_DGEMM_SIMT;
+    /* The big tile reads the least per flop, but one block an SM: below a
+     * wave of its tiles most SMs would idle, and the smaller tiles (three
+     * blocks an SM for 64 x 64) keep them busy instead. */
+    const size_t waves = sms > 0 ? (size_t)sms : 1;
+    if (tiles_of(g, 128, 128) >= waves)
+        return LOCUS_CUDA_DGEMM_DMMA_128_K8;
+    if (tiles_of(g, 128, 64) >= 2 * waves)
+        return LOCUS_CUDA_DGEMM_DMMA_128x64_K8;
+    return LOCUS_CUDA_DGEMM_DMMA_64_K8;
+}
+
+extern "C" cudaError_t locus__cuda_dgemm_run(const locus__cuda_dgemm *g,
+                                             int kernel, int cc_major, int sms,
+                                             cudaStream_t stream)
+{
+    if (!valid(g))
+        return cudaErrorInvalidValue;
+    if (kernel == LOCUS_CUDA_DGEMM_AUTO)
+        kernel = locus__cuda_dgemm_choose(g, cc_major, sms);
+    Problem p;
+    p.a = g->a;
+    p.b = g->b;
+    p.c = g->c;
+    p.m = g->m;
+    p.n = g->n;
+    p.k = g->k;
+    p.lda = g->lda;
+    p.ldb = g->ldb;
+    p.ldc = g->ldc;
+    p.alpha = g->alpha;
+    p.beta = g->beta;
+    p.batches = g->batch_outer * g->batch_inner;
+    p.inner = g->batch_inner;
+    for (int i = 0; i < 2; i++) {
+        p.a_stride[i] = g->a_stride[i];
+        p.b_stride[i] = g->b_stride[i];
+        p.c_stride[i] = g->c_stride[i];
+    }
+    p.vec_c = even(g->c, g->ldc, g->c_stride);
+    const bool vec =
+        even(g->a, g->lda, g->a_stride) && even(g->b, g->ldb, g->b_stride);
+    if (g->trans_a)
+        return g->trans_b ? run<true, true>(p, kernel, vec, stream)
+                          : run<true, false>(p, kernel, vec, stream);
+    return g->trans_b ? run<false, true>(p, kernel, vec, stream)
+                      : run<false, false>(p, kernel, vec, stream);
+}
+
+extern "C" const char *locus__cuda_dgemm_kernel_name(int kernel)
+{
+    switch (kernel) {
+    case LOCUS_CUDA_DGEMM_SIMT:
+        return "simt f64 64x64x16";
+    case LOCUS_CUDA_DGEMM_DMMA_128_K4:
+        return "dmma f64 128x128x16 k4";
+    case LOCUS_CUDA_DGEMM_DMMA_128_K8:
+        return "dmma f64 128x128x16 k8";
+    case LOCUS_CUDA_DGEMM_DMMA_128_K16:
+        return "dmma f64 128x128x16 k16";
+    case LOCUS_CUDA_DGEMM_DMMA_64_K8:
+        return "dmma f64 64x64x16 k8";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K8:
+        return "dmma f64 128x64x16 k8";
+    }
+    return "dgemm (unknown kernel)";
+}
+
+namespace
+{
+
+__global__ void scale_c_kernel(double *c, size_t m, size_t n, size_t ldc,
+                               double beta)
+{
+    const size_t count = m * n;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+         e += (size_t)gridDim.x * blockDim.x) {
+        double *at = c + (e / n) * ldc + e % n;
+        *at = beta == 0.0 ? 0.0 : beta * *at;
+    }
+}
+
+} // namespace
+
+extern "C" cudaError_t locus__cuda_dgemm_scale_c(double *c, size_t m, size_t n,
+                                                 size_t ldc, double beta,
+                                                 cudaStream_t stream)
+{
+    if (c == nullptr || m == 0 || n == 0 || ldc < n)
+        return cudaErrorInvalidValue;
+    if (beta == 1.0)
+        return cudaSuccess;
+    const size_t count = m * n;
+    size_t blocks = (count + 255) / 256;
+    if (blocks > 65535)
+        blocks = 65535;
+    scale_c_kernel<<<(unsigned)blocks, 256, 0, stream>>>(c, m, n, ldc, beta);
+    return cudaGetLastError();
+}
