@@ -8,7 +8,15 @@
  * GPUs) and checks every element of its block against a float64 product.
  * The program exits nonzero when any rank fails.
  *
- *   mpirun -np 2 ./mpi_gemm [m n k [seed]]
+ * Build and run against an installed Locus (PKG_CONFIG_PATH as the README
+ * says), in the folder of this file (as root, Open MPI also wants
+ * OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1):
+ *
+ *   $ mpicc -std=c17 mpi_gemm.c $(pkg-config --cflags --libs locus) \
+ *         -lm -o mpi_gemm
+ *   $ mpirun -np 2 ./mpi_gemm 61 33 17
+ *
+ * usage: mpirun -np RANKS ./mpi_gemm [m n k [seed]]
  *
  * Plain C17 on the public API (locus/locus.h) and MPI; docs/MPI.md. */
 #include <inttypes.h>

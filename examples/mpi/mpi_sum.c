@@ -7,7 +7,15 @@
  * total is checked against a float64 sum of the same floats; the program
  * exits nonzero when any rank fails.
  *
- *   mpirun -np 2 ./mpi_sum [elements [seed]]
+ * Build and run against an installed Locus (PKG_CONFIG_PATH as the README
+ * says), in the folder of this file (as root, Open MPI also wants
+ * OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1):
+ *
+ *   $ mpicc -std=c17 mpi_sum.c $(pkg-config --cflags --libs locus) \
+ *         -lm -o mpi_sum
+ *   $ mpirun -np 2 ./mpi_sum 100003
+ *
+ * usage: mpirun -np RANKS ./mpi_sum [elements [seed]]
  *
  * Plain C17 on the public API (locus/locus.h) and MPI; docs/MPI.md. */
 #include <inttypes.h>

@@ -12,15 +12,8 @@
 # usage: test_install.sh BUILD_DIR SOURCE_DIR PREFIX LIBDIR
 set -eu
 build=$1 source=$2 prefix=$3 libdir=$4
-scratch=$(mktemp -d /tmp/locus-install-XXXXXX)
-trap 'rm -rf "$scratch"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$source/tests/install/scratch_install.sh"
 
-meson install -C "$build" --destdir "$scratch" --quiet --no-rebuild \
-    >"$scratch.log" 2>&1 || { cat "$scratch.log" >&2; fail "meson install"; }
-rm -f "$scratch.log"
-root="$scratch$prefix"
-lib="$root/$libdir"
 for f in include/locus/locus.h include/locus/backend.h bin/locus; do
     [ -e "$root/$f" ] || fail "$f not installed"
 done
@@ -39,24 +32,10 @@ if readelf -d "$lib/liblocus.so" | grep -Eq 'libcuda|libcudart|libOpenCL'; then
 fi
 
 # The README's example, built with the README's very `cc` lines and run
-# with no LD_LIBRARY_PATH: the rpath in locus.pc must find the library.
-# The .pc file names the real prefix; a pkg-config first on PATH points its
-# output at the scratch root, so that the README's lines run as written.
+# with no LD_LIBRARY_PATH: the rpath in locus.pc must find the library
+# (scratch_install.sh's pkg-config and run_line run them as written).
 python3 "$source/tests/readme/extract_example.py" "$source/README.md" \
     "$scratch/example.c"
-real_pkg_config=$(command -v pkg-config) || fail "no pkg-config"
-mkdir "$scratch/bin"
-# shellcheck disable=SC2016 # the wrapper expands them, not this shell
-printf '#!/bin/sh\nset -e\nout=$("%s" "$@")\necho "$out" | sed "s|%s|%s|g"\n' \
-    "$real_pkg_config" "$prefix" "$root" >"$scratch/bin/pkg-config"
-chmod +x "$scratch/bin/pkg-config"
-export PKG_CONFIG_PATH="$lib/pkgconfig"
-user_ld_library_path=${LD_LIBRARY_PATH:-}
-unset LD_LIBRARY_PATH
-# run_line LINE: runs one documented command line in the scratch dir.
-run_line() {
-    (cd "$scratch" && PATH="$scratch/bin:$PATH" sh -eu -c "$1")
-}
 # readme_line PACKAGE: the README's cc line for that pkg-config package.
 readme_line() {
     grep -m1 -F "    cc -std=c17 example.c \$(pkg-config --cflags --libs $1) " \
