@@ -536,6 +536,38 @@ LOCUS_API size_t locus_dtype_size(locus_dtype dtype);
 /* "f32", "f64", "bf16", "f16"; "unknown" otherwise (new in 0.3). */
 LOCUS_API const char *locus_dtype_str(locus_dtype dtype);
 
+/* Conversions between f32 and the 16-bit input types (new in 0.3), so a
+ * program can fill bf16 and f16 buffers and read them back. A bf16 or f16
+ * element is its bit pattern in a uint16_t.
+ * - f32 to bf16 or f16: round to nearest, ties to even. A value past the
+ *   largest finite one by half a unit or more becomes infinity of its sign
+ *   (IEEE overflow: f16's largest is 65504, so 65520 and above round to
+ *   inf; bf16 keeps f32's range, so only f32's top half-unit rounds up to
+ *   inf). Subnormals of the smaller type are rounded exactly; f32 values
+ *   below half of f16's smallest subnormal (2^-25) give zero of their sign.
+ * - bf16 or f16 to f32: exact (every bf16 and f16 value is an f32).
+ * - NaN stays NaN in both directions, of its sign, made quiet, the
+ *   payload's top bits kept; infinities and signed zeros are kept.
+ * The results are bits computed the same way on every CPU, whatever the
+ * caller's floating-point modes (flush-to-zero, denormals-are-zero). */
+LOCUS_API uint16_t locus_bf16_from_float(float value);
+LOCUS_API float locus_bf16_to_float(uint16_t value);
+LOCUS_API uint16_t locus_f16_from_float(float value);
+LOCUS_API float locus_f16_to_float(uint16_t value);
+/* n elements of src converted into dst, by the rules above (vectorised
+ * where the CPU allows, the same bits). n == 0 does nothing (src and dst
+ * may then be NULL); NULL with n > 0 is LOCUS_ERROR_NULL_ARGUMENT, and
+ * ranges that overlap LOCUS_ERROR_INVALID_ARGUMENT (no in-place
+ * conversion). */
+LOCUS_API locus_status locus_f32_to_bf16(const float *src, uint16_t *dst,
+                                         size_t n);
+LOCUS_API locus_status locus_bf16_to_f32(const uint16_t *src, float *dst,
+                                         size_t n);
+LOCUS_API locus_status locus_f32_to_f16(const float *src, uint16_t *dst,
+                                        size_t n);
+LOCUS_API locus_status locus_f16_to_f32(const uint16_t *src, float *dst,
+                                        size_t n);
+
 /* The kinds of op, for locus_device_offers (new in 0.2). */
 typedef enum locus_op_kind {
     LOCUS_OP_REDUCE = 0,
