@@ -253,7 +253,8 @@ locus_status locus__cuda_conv2d_half_op(cuda_state *state, size_t index,
     void *workspace = NULL;
     status = locus__cuda_workspace(state, index, bytes, &workspace);
     set_workspace(op, bytes);
-    uint8_t *columns = (uint8_t *)workspace + gemm_bytes;
+    uint8_t *columns =
+        status == LOCUS_SUCCESS ? (uint8_t *)workspace + gemm_bytes : NULL;
     const char *kernel = NULL;
     cudaError_t err = cudaSuccess;
     for (size_t first = 0;
