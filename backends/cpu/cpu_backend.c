@@ -322,12 +322,13 @@ static void cpu_nominal_rates(void *state, size_t device,
 }
 
 /* Every op in f32; conv2d by im2col, MEC and the implicit GEMM (auto
- * picks among them), not Winograd. In f64: gemm. */
+ * picks among them), not Winograd. In f64: gemm and reduce. */
 static int cpu_offers(void *state, size_t device, locus_op_kind op,
                       int algorithm, locus_dtype dtype)
 {
     (void)state, (void)device;
-    if (dtype == LOCUS_DTYPE_F64 && op == LOCUS_OP_GEMM)
+    if (dtype == LOCUS_DTYPE_F64 &&
+        (op == LOCUS_OP_GEMM || op == LOCUS_OP_REDUCE))
         return 1;
     if (dtype != LOCUS_DTYPE_F32)
         return 0;
