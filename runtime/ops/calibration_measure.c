@@ -12,6 +12,7 @@
 #include "calibration_measure.h"
 #include "clock.h"
 #include "record.h"
+#include "ops.h"
 #include "scheduler.h"
 #include "status.h"
 
@@ -466,7 +467,7 @@ locus_status locus__measure(locus_context *context, locus_device *device,
     locus__record_pause(true);
     locus__set_calibrating(true);
     locus_status status = LOCUS_SUCCESS;
-    if (locus__device_offers(device, LOCUS__OP_REDUCE)) {
+    if (locus__device_offers(device, &locus__reduce_op.model)) {
         status = measure_launch(context, device, &measured);
         if (status == LOCUS_SUCCESS)
             status = measure_reduce(context, device, plan, &measured);
@@ -474,11 +475,12 @@ locus_status locus__measure(locus_context *context, locus_device *device,
             status =
                 measure_wake(context, device, plan->wake_samples, &measured);
     }
-    if (status == LOCUS_SUCCESS && locus__device_offers(device, LOCUS__OP_GEMM))
+    if (status == LOCUS_SUCCESS &&
+        locus__device_offers(device, &locus__gemm_op.model))
         status = sweep(context, device, plan, "gemm", gemm_shape, run_gemm,
                        &measured.gemm_fixed_seconds, &measured.gemm_flops);
     if (status == LOCUS_SUCCESS &&
-        locus__device_offers(device, LOCUS__OP_CONV2D))
+        locus__device_offers(device, &locus__conv2d_op.model))
         status = sweep(context, device, plan, "conv2d", conv_shape, run_conv,
                        &measured.conv_fixed_seconds, &measured.conv_flops);
     if (status == LOCUS_SUCCESS && !device->backend->table->host_memory)

@@ -38,7 +38,7 @@ static locus_status check_devices(locus_context *context,
                                    "devices[%zu] and devices[%zu] are both "
                                    "%s: list each device once",
                                    j, i, device->info.selector);
-        if (!locus__device_offers(device, LOCUS__OP_GEMM))
+        if (!locus__device_offers(device, &locus__gemm_op.model))
             return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
                                "gemm is not supported on devices[%zu], %s "
                                "(%s)",

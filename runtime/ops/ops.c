@@ -165,7 +165,8 @@ locus_status locus__op_begin(locus__op_run *run)
     const size_t count = run->type->operand_count;
     run->device = run->choice.device;
     locus_record_init(&run->record);
-    locus_copy_name(run->record.op, sizeof run->record.op, run->type->name);
+    locus_copy_name(run->record.op, sizeof run->record.op,
+                    run->type->model.name);
     if (run->device)
         locus_copy_name(run->record.device, sizeof run->record.device,
                         run->device->info.selector);
@@ -260,9 +261,10 @@ static locus_status choose_device(locus__op_run *run, locus_device *device,
      * say whether the device lacks the op or only this form of it. */
     if (!locus__device_offers_cost(device, cost)) {
         if (!locus__device_offers(device, cost->op))
-            return locus__fail(
-                LOCUS_ERROR_NOT_SUPPORTED, "%s is not supported on %s (%s)",
-                run->type->name, device->info.selector, device->info.name);
+            return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                               "%s is not supported on %s (%s)",
+                               run->type->model.name, device->info.selector,
+                               device->info.name);
         char variant[96];
         locus__op_variant_name(cost, variant, sizeof variant);
         return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
@@ -302,7 +304,7 @@ locus_status locus__op_dispatch(locus__op_run *run, locus_device *device,
                                 const locus__op_cost *cost, void *args,
                                 locus_record *out)
 {
-    const char *name = run->type->name;
+    const char *name = run->type->model.name;
     locus_status status = choose_device(run, device, cost);
     uint64_t failed = 0;
     while (status == LOCUS_SUCCESS) {

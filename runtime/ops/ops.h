@@ -42,10 +42,11 @@ typedef locus_status (*locus__op_call)(locus_context *context,
                                        double *result, locus_record *record);
 
 /* One kind of op (or a variant of one, as gemm's C = beta C), described
- * once. */
+ * once, in its file (ops_reduce.c, ops_gemm.c, ops_conv.c) beside its
+ * checks: what the scheduler's cost model knows of it, its operands, its
+ * backend call and its queue entry. */
 typedef struct locus__op_type {
-    locus__op_kind kind;
-    const char *name; /* the record's op, and the messages' */
+    locus__op_model model; /* its kind and name, and its costs */
     size_t operand_count;
     /* As the messages name them, in the public call's order. */
     const char *operand_names[LOCUS__OP_MAX_OPERANDS];

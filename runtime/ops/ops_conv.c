@@ -204,7 +204,7 @@ LOCUS_API locus_status locus_conv2d(locus_context *context,
     double bytes = (double)sizes.input_bytes + (double)sizes.filter_bytes +
                    (double)sizes.output_bytes;
     locus_buffer *inputs[] = {input, filter};
-    locus__op_cost cost = {.op = LOCUS__OP_CONV2D,
+    locus__op_cost cost = {.op = &locus__conv2d_op.model,
                            .flops = 2.0 * (double)sizes.macs,
                            .bytes = bytes,
                            .inputs = inputs,
@@ -225,9 +225,26 @@ static locus_status call_conv2d(locus_context *context, locus_device *device,
                         buffers[2], record);
 }
 
+static double conv2d_compute_seconds(const locus_backend_rates *rates,
+                                     const locus__op_cost *cost)
+{
+    return rates->conv_fixed_seconds +
+           cost->flops / locus__rate_in_dtype(
+                             rates->conv_flops, rates->conv_flops_f64,
+                             rates->conv_flops_half, locus__cost_dtype(cost));
+}
+
+static bool backend_has_conv2d(const locus_backend *table)
+{
+    return table->conv2d != NULL;
+}
+
 const locus__op_type locus__conv2d_op = {
-    .kind = LOCUS__OP_CONV2D,
-    .name = "conv2d",
+    .model = {.kind = LOCUS__OP_CONV2D,
+              .name = "conv2d",
+              .backend_has = backend_has_conv2d,
+              .compute_seconds = conv2d_compute_seconds,
+              .work_in_bytes = false},
     .operand_count = 3,
     .operand_names = {"input", "filter", "output"},
     .launch = launch_conv,

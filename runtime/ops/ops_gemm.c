@@ -188,10 +188,34 @@ static locus_status launch_gemm_scale(locus__op_run *run, void *opaque)
                              &run->op);
 }
 
+/* ---- the cost model ------------------------------------------------------ */
+
+static bool backend_has_gemm(const locus_backend *table)
+{
+    return table->gemm != NULL;
+}
+
+static double gemm_compute_seconds(const locus_backend_rates *rates,
+                                   const locus__op_cost *cost)
+{
+    return rates->gemm_fixed_seconds +
+           cost->flops / locus__rate_in_dtype(
+                             rates->gemm_flops, rates->gemm_flops_f64,
+                             rates->gemm_flops_half, locus__cost_dtype(cost));
+}
+
+/* Both of gemm's entries, the op and its C = beta C variant, are one kind
+ * to the scheduler. */
+#define GEMM_MODEL                                                             \
+    {                                                                          \
+        .kind = LOCUS__OP_GEMM, .name = "gemm",                                \
+        .backend_has = backend_has_gemm,                                       \
+        .compute_seconds = gemm_compute_seconds, .work_in_bytes = false,       \
+    }
+
 /* The C = beta C variant: one operand, C. */
 static const locus__op_type gemm_scale_op = {
-    .kind = LOCUS__OP_GEMM,
-    .name = "gemm",
+    .model = GEMM_MODEL,
     .operand_count = 1,
     .operand_names = {"c"},
     .launch = launch_gemm_scale,
@@ -208,7 +232,7 @@ static locus_status gemm_quick_return(locus_context *context,
                                       locus_record *out)
 {
     if (device &&
-        !locus__device_offers_variant(device, LOCUS__OP_GEMM, 0, dtype))
+        !locus__device_offers_variant(device, &locus__gemm_op.model, 0, dtype))
         return locus__fail(
             LOCUS_ERROR_NOT_SUPPORTED, "gemm%s%s is not supported on %s (%s)",
             dtype == LOCUS_DTYPE_F32 ? "" : " in ",
@@ -218,7 +242,7 @@ static locus_status gemm_quick_return(locus_context *context,
         return LOCUS_SUCCESS;
     locus_record record;
     locus_record_init(&record);
-    locus_copy_name(record.op, sizeof record.op, locus__gemm_op.name);
+    locus_copy_name(record.op, sizeof record.op, locus__gemm_op.model.name);
     locus_copy_name(record.device, sizeof record.device,
                     device ? device->info.selector : "none");
     locus_copy_name(record.algorithm, sizeof record.algorithm, "quick return");
@@ -258,7 +282,7 @@ static locus_status gemm_scale_c(locus_context *context, locus_device *device,
     double c_bytes = (double)c_element_bytes(resolved) * (double)mn;
     double bytes = (write_only ? 1.0 : 2.0) * c_bytes;
     locus_buffer *inputs[] = {c};
-    locus__op_cost cost = {.op = LOCUS__OP_GEMM,
+    locus__op_cost cost = {.op = &locus__gemm_op.model,
                            .flops = (double)mn,
                            .bytes = bytes,
                            .inputs = inputs,
@@ -290,7 +314,7 @@ static locus_status gemm_full(locus_context *context, locus_device *device,
             ((double)d->m * (double)d->k + (double)d->k * (double)d->n) +
         (write_only ? 1.0 : 2.0) * c_bytes;
     locus_buffer *inputs[] = {a, b, c};
-    locus__op_cost cost = {.op = LOCUS__OP_GEMM,
+    locus__op_cost cost = {.op = &locus__gemm_op.model,
                            .flops = 2.0 * (double)mnk,
                            .bytes = bytes,
                            .inputs = inputs,
@@ -344,8 +368,7 @@ static locus_status call_gemm(locus_context *context, locus_device *device,
 }
 
 const locus__op_type locus__gemm_op = {
-    .kind = LOCUS__OP_GEMM,
-    .name = "gemm",
+    .model = GEMM_MODEL,
     .operand_count = 3,
     .operand_names = {"a", "b", "c"},
     .launch = launch_gemm,

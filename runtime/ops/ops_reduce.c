@@ -111,7 +111,7 @@ LOCUS_API locus_status locus_reduce(locus_context *context,
     locus__op_run run = {.context = context, .type = &locus__reduce_op};
     run.operands[0] = (locus__operand){x, LOCUS__READ, NULL};
     locus_buffer *inputs[] = {x};
-    locus__op_cost cost = {.op = LOCUS__OP_REDUCE,
+    locus__op_cost cost = {.op = &locus__reduce_op.model,
                            .flops = (double)desc.count,
                            .bytes = (double)bytes,
                            .inputs = inputs,
@@ -131,9 +131,25 @@ static locus_status call_reduce(locus_context *context, locus_device *device,
     return locus_reduce(context, device, desc, buffers[0], result, record);
 }
 
+/* A reduce is a launch and its bytes read (the life cycle's memory
+ * floor): no compute of its own past that. */
+static double reduce_compute_seconds(const locus_backend_rates *rates,
+                                     const locus__op_cost *cost)
+{
+    return rates->launch_seconds + cost->bytes / rates->reduce_bytes;
+}
+
+static bool backend_has_reduce(const locus_backend *table)
+{
+    return table->reduce != NULL;
+}
+
 const locus__op_type locus__reduce_op = {
-    .kind = LOCUS__OP_REDUCE,
-    .name = "reduce",
+    .model = {.kind = LOCUS__OP_REDUCE,
+              .name = "reduce",
+              .backend_has = backend_has_reduce,
+              .compute_seconds = reduce_compute_seconds,
+              .work_in_bytes = true},
     .operand_count = 1,
     .operand_names = {"x"},
     .launch = launch_reduce,

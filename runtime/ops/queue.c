@@ -438,11 +438,11 @@ static locus_status check_queue(locus_queue *queue, const locus__op_type *type,
         *event = NULL;
     if (!queue)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "queue is NULL");
-    if (queue->device && !locus__device_offers(queue->device, type->kind))
+    if (queue->device && !locus__device_offers(queue->device, &type->model))
         return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
                            "%s is not supported on %s (%s), the queue's "
                            "device",
-                           type->name, queue->device->info.selector,
+                           type->model.name, queue->device->info.selector,
                            queue->device->info.name);
     return LOCUS_SUCCESS;
 }
@@ -489,7 +489,7 @@ static locus_status check_output_alias(locus_buffer *const *buffers,
  * set). */
 static queue_item *new_item(const locus__op_type *type)
 {
-    const char *what = type ? type->name : "wait";
+    const char *what = type ? type->model.name : "wait";
     queue_item *item = locus__calloc(1, sizeof *item);
     if (!item) {
         locus__fail(LOCUS_ERROR_OUT_OF_MEMORY, "queue entry for a %s", what);

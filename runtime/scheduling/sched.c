@@ -7,130 +7,19 @@
 #include "device.h"
 #include "status.h"
 
-/* What the cost model knows of each kind of op, one entry per kind (the
- * op's life cycle is described in ops/, its entry of the op table): its
- * name, whether a backend has it at all, the time its work takes on a
- * device's figures, and the rate the split plans rows with. */
-typedef struct op_model {
-    const char *name;
-    bool (*backend_has)(const locus_backend *table);
-    double (*compute_seconds)(const locus__rates *rates,
-                              const locus__op_cost *cost);
-    double (*work_rate)(const locus__rates *rates);
-    /* Its work is its bytes (a reduce: the backends' inline_bytes apply)
-     * rather than its flops (inline_flops). */
-    bool work_in_bytes;
-} op_model;
-
-static bool has_reduce(const locus_backend *table)
-{
-    return table->reduce != NULL;
-}
-
-static bool has_gemm(const locus_backend *table)
-{
-    return table->gemm != NULL;
-}
-
-static bool has_conv2d(const locus_backend *table)
-{
-    return table->conv2d != NULL;
-}
-
-/* A reduce is a launch and its bytes read. */
-static double reduce_seconds(const locus__rates *rates,
-                             const locus__op_cost *cost)
-{
-    return rates->launch_seconds + cost->bytes / rates->reduce_bytes;
-}
-
-/* A compute rate for the op's dtype: the dtype's own figure where one is
- * known, else derived from the f32 one (backend.h, locus_backend_rates). */
-static double rate_in_dtype(double f32, double f64, double half,
-                            locus_dtype dtype)
-{
-    switch (dtype) {
-    case LOCUS_DTYPE_F64:
-        return f64 > 0 ? f64 : f32 / 2;
-    case LOCUS_DTYPE_BF16:
-    case LOCUS_DTYPE_F16:
-        return half > 0 ? half : f32;
-    case LOCUS_DTYPE_F32:
-        break;
-    }
-    return f32;
-}
-
-static double gemm_seconds(const locus__rates *rates,
-                           const locus__op_cost *cost)
-{
-    return rates->gemm_fixed_seconds +
-           cost->flops / rate_in_dtype(rates->gemm_flops, rates->gemm_flops_f64,
-                                       rates->gemm_flops_half,
-                                       locus__cost_dtype(cost));
-}
-
-static double conv2d_seconds(const locus__rates *rates,
-                             const locus__op_cost *cost)
-{
-    return rates->conv_fixed_seconds +
-           cost->flops / rate_in_dtype(rates->conv_flops, rates->conv_flops_f64,
-                                       rates->conv_flops_half,
-                                       locus__cost_dtype(cost));
-}
-
-static double reduce_rate(const locus__rates *rates)
-{
-    return rates->reduce_bytes / 4; /* one add per float read */
-}
-
-static double gemm_rate(const locus__rates *rates)
-{
-    return rates->gemm_flops;
-}
-
-static double conv2d_rate(const locus__rates *rates)
-{
-    return rates->conv_flops;
-}
-
-static const op_model models[LOCUS__OP_KINDS] = {
-    [LOCUS__OP_REDUCE] = {"reduce", has_reduce, reduce_seconds, reduce_rate,
-                          true},
-    [LOCUS__OP_GEMM] = {"gemm", has_gemm, gemm_seconds, gemm_rate, false},
-    [LOCUS__OP_CONV2D] = {"conv2d", has_conv2d, conv2d_seconds, conv2d_rate,
-                          false},
-};
-
-_Static_assert(sizeof(((locus_context *)0)->memo) /
-                       sizeof(((locus_context *)0)->memo[0]) ==
-                   LOCUS__OP_KINDS,
-               "one remembered choice per kind of op");
-
-static const op_model *model_of(locus__op_kind op)
-{
-    return (unsigned)op < LOCUS__OP_KINDS ? &models[op] : NULL;
-}
-
-const char *locus__op_name(locus__op_kind op)
-{
-    const op_model *model = model_of(op);
-    return model ? model->name : "op";
-}
-
-bool locus__device_offers_variant(const locus_device *device, locus__op_kind op,
-                                  int algorithm, locus_dtype dtype)
+bool locus__device_offers_variant(const locus_device *device,
+                                  const locus__op_model *op, int algorithm,
+                                  locus_dtype dtype)
 {
     const locus__backend_slot *slot = device->backend;
     const locus_backend *table = slot->table;
-    const op_model *model = model_of(op);
-    bool has = model && model->backend_has(table);
-    return has && (!table->offers ||
-                   table->offers(slot->state, device->index_in_backend,
-                                 (locus_op_kind)op, algorithm, dtype) == 1);
+    return op->backend_has(table) &&
+           (!table->offers ||
+            table->offers(slot->state, device->index_in_backend,
+                          (locus_op_kind)op->kind, algorithm, dtype) == 1);
 }
 
-bool locus__device_offers(const locus_device *device, locus__op_kind op)
+bool locus__device_offers(const locus_device *device, const locus__op_model *op)
 {
     return locus__device_offers_variant(device, op, 0, LOCUS_DTYPE_F32);
 }
@@ -140,11 +29,12 @@ void locus__op_variant_name(const locus__op_cost *cost, char *text,
 {
     locus_dtype dtype = locus__cost_dtype(cost);
     char algorithm[48] = "";
-    if (cost->op == LOCUS__OP_CONV2D && cost->algorithm != LOCUS_CONV_AUTO)
+    if (cost->op->kind == LOCUS__OP_CONV2D &&
+        cost->algorithm != LOCUS_CONV_AUTO)
         snprintf(
             algorithm, sizeof algorithm, " algorithm %s",
             locus_conv_algorithm_str((locus_conv_algorithm)cost->algorithm));
-    snprintf(text, capacity, "%s%s%s%s", locus__op_name(cost->op), algorithm,
+    snprintf(text, capacity, "%s%s%s%s", cost->op->name, algorithm,
              dtype == LOCUS_DTYPE_F32 ? "" : " in ",
              dtype == LOCUS_DTYPE_F32 ? "" : locus_dtype_str(dtype));
 }
@@ -238,8 +128,7 @@ static double transfer_seconds(locus_context *context, locus_device *device,
 static bool uses_pool(const locus_device *device, const locus__op_cost *cost)
 {
     const locus_backend *table = device->backend->table;
-    const op_model *model = model_of(cost->op);
-    if (model && model->work_in_bytes)
+    if (cost->op->work_in_bytes)
         return cost->bytes >= table->inline_bytes;
     return cost->flops >= table->inline_flops;
 }
@@ -292,8 +181,7 @@ static double estimate(locus_context *context, locus_device *device,
     locus__rates figures;
     const locus__rates *rates = locus__device_rates(context, device, &figures);
     double memory = cost->bytes / rates->reduce_bytes;
-    const op_model *model = model_of(cost->op);
-    double compute = model ? model->compute_seconds(rates, cost) : 0;
+    double compute = cost->op->compute_seconds(rates, cost);
     double floor = rates->launch_seconds + memory;
     double seconds = compute > floor ? compute : floor;
     bool any_current;
@@ -354,17 +242,6 @@ void locus__sched_gemm_rows(locus_context *context, locus_device *device,
     *fixed += 2 * rates->transfer_seconds;
     *per_row += row_in / upload_rate(rates, row_in * (double)desc->m) +
                 row_out / download_rate(rates, row_out * (double)desc->m);
-}
-
-double locus__sched_rate(locus_context *context, locus_device *device,
-                         locus__op_kind op)
-{
-    if (locus__probe_would_help(context, device))
-        locus__probe(context, device);
-    locus__rates figures;
-    const locus__rates *rates = locus__device_rates(context, device, &figures);
-    const op_model *model = model_of(op);
-    return model ? model->work_rate(rates) : 0;
 }
 
 static bool same_kind(const locus_device *a, const locus_device *b)
@@ -484,7 +361,7 @@ static void explain(locus_context *context, const locus__op_cost *cost,
         context, LOCUS_LOG_INFO,
         "%s: %s %.3g GFLOP, %.3g MB -> %s (%s), estimated %.3g ms%s%s; "
         "%.3g MB of inputs to copy there",
-        locus__chosen_by_name(choice->chosen_by), locus__op_name(cost->op),
+        locus__chosen_by_name(choice->chosen_by), cost->op->name,
         cost->flops * 1e-9, cost->bytes * 1e-6, choice->device->info.selector,
         choice->device->backend->table->host_memory
             ? "host memory"
@@ -593,7 +470,7 @@ static void warn_if_unmeasured(locus_context *context,
                    "figures not measured in full (%s: %s, %s: %s), which a "
                    "measurement could reverse; run `locus calibrate` once to "
                    "measure every device and keep the figures (said once)",
-                   locus__op_name(cost->op), best->info.selector,
+                   cost->op->name, best->info.selector,
                    choice->seconds[0] * 1e3, other->info.selector,
                    choice->seconds[i] * 1e3, best->info.selector,
                    locus__rates_source_str(best_source), other->info.selector,
@@ -640,6 +517,11 @@ static bool same_key(const locus__choice_memo *a, const locus__choice_memo *b)
             return false;
     return true;
 }
+
+_Static_assert(sizeof(((locus_context *)0)->memo) /
+                       sizeof(((locus_context *)0)->memo[0]) ==
+                   LOCUS__OP_KINDS,
+               "one remembered choice per kind of op");
 
 static bool memo_recall(locus_context *context, locus__op_kind op,
                         const locus__choice_memo *key, locus__choice *out)
@@ -741,7 +623,7 @@ locus_status locus__sched_choose(locus_context *context,
     }
     locus__choice_memo key;
     bool keyed = memo_key(context, cost, &key);
-    if (!keyed || !memo_recall(context, cost->op, &key, out)) {
+    if (!keyed || !memo_recall(context, cost->op->kind, &key, out)) {
         uint64_t asleep = keyed ? key.asleep : asleep_devices(context, cost);
         if (!rank_devices(context, cost, 0, asleep, out)) {
             char variant[96];
@@ -755,7 +637,7 @@ locus_status locus__sched_choose(locus_context *context,
             rank_devices(context, cost, 0, asleep, out);
         warn_if_unmeasured(context, cost, out);
         if (keyed)
-            memo_keep(context, cost->op, &key, out);
+            memo_keep(context, cost->op->kind, &key, out);
     }
     out->chosen_by = LOCUS__CHOSEN_BY_MODEL;
     explain(context, cost, out);
@@ -774,22 +656,22 @@ bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
     return true;
 }
 
-locus_device *locus__sched_default_device(locus_context *context)
+locus_device *locus__sched_default_device(locus_context *context,
+                                          const locus__op_cost *cost)
 {
-    /* A 2048^3 gemm with its inputs on the host, by nominal figures: naming
-     * the default must not set off a calibration. */
+    /* By nominal figures: naming the default must not set off a
+     * calibration. */
     locus_device *best = NULL;
     double best_seconds = 0;
-    double flops = 2.0 * 2048 * 2048 * 2048, bytes = 3.0 * 4 * 2048 * 2048;
     for (size_t d = 0; d < context->device_count; d++) {
         locus_device *device = &context->devices[d];
-        if (!locus__device_offers(device, LOCUS__OP_GEMM))
+        if (!locus__device_offers_cost(device, cost))
             continue;
         locus__rates rates;
         locus__nominal_rates(device, &rates);
-        double seconds = rates.gemm_fixed_seconds + flops / rates.gemm_flops;
+        double seconds = cost->op->compute_seconds(&rates, cost);
         if (!device->backend->table->host_memory)
-            seconds += bytes / rates.upload_pageable_bytes;
+            seconds += cost->bytes / rates.upload_pageable_bytes;
         if (!best || seconds < best_seconds) {
             best = device;
             best_seconds = seconds;

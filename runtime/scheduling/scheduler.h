@@ -13,18 +13,56 @@ typedef enum locus__op_kind {
 } locus__op_kind;
 #define LOCUS__OP_KINDS 3
 
-const char *locus__op_name(locus__op_kind op);
+typedef struct locus__op_cost locus__op_cost;
+
+/* What the cost model knows of one kind of op. Each kind's model is part
+ * of its entry of the op table (ops/ops_<kind>.c, the op's whole
+ * description); the scheduler is handed it with each op's cost and never
+ * looks a kind up. */
+typedef struct locus__op_model {
+    locus__op_kind kind;
+    const char *name; /* the record's op, and the messages' */
+    /* Whether a backend has the op at all (its table's function). */
+    bool (*backend_has)(const locus_backend *table);
+    /* The time the op's work takes on a device's figures, past the
+     * launch and before any copies. */
+    double (*compute_seconds)(const locus_backend_rates *rates,
+                              const locus__op_cost *cost);
+    /* Its work is its bytes (a reduce: the backends' inline_bytes apply)
+     * rather than its flops (inline_flops). */
+    bool work_in_bytes;
+} locus__op_model;
+
 /* Whether the device offers the op with this algorithm (conv2d's; 0 for
  * the others) and dtype: its backend has the op's function and, where it
  * answers, says so (backend.h, offers). */
-bool locus__device_offers_variant(const locus_device *device, locus__op_kind op,
-                                  int algorithm, locus_dtype dtype);
+bool locus__device_offers_variant(const locus_device *device,
+                                  const locus__op_model *op, int algorithm,
+                                  locus_dtype dtype);
 /* The op in its default form: algorithm 0 (conv2d's auto), f32. */
-bool locus__device_offers(const locus_device *device, locus__op_kind op);
+bool locus__device_offers(const locus_device *device,
+                          const locus__op_model *op);
+
+/* A compute rate for a dtype: the dtype's own figure where one is known,
+ * else derived from the f32 one (backend.h, locus_backend_rates). */
+static inline double locus__rate_in_dtype(double f32, double f64, double half,
+                                          locus_dtype dtype)
+{
+    switch (dtype) {
+    case LOCUS_DTYPE_F64:
+        return f64 > 0 ? f64 : f32 / 2;
+    case LOCUS_DTYPE_BF16:
+    case LOCUS_DTYPE_F16:
+        return half > 0 ? half : f32;
+    case LOCUS_DTYPE_F32:
+        break;
+    }
+    return f32;
+}
 
 /* What one op asks of a device, for the cost model. */
-typedef struct locus__op_cost {
-    locus__op_kind op;
+struct locus__op_cost {
+    const locus__op_model *op;
     double flops;
     double bytes;                /* the fewest bytes the op moves */
     locus_buffer *const *inputs; /* buffers the op reads */
@@ -35,7 +73,7 @@ typedef struct locus__op_cost {
      * others) and the dtype (0 reads as f32). */
     int algorithm;
     locus_dtype dtype;
-} locus__op_cost;
+};
 
 static inline locus_dtype locus__cost_dtype(const locus__op_cost *cost)
 {
@@ -117,11 +155,6 @@ bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
  * wake-up of its pool's workers included when they are asleep). */
 double locus__sched_estimate(locus_context *context, locus_device *device,
                              const locus__op_cost *cost);
-/* The rate, in flop/s, at which a device runs an op of this kind at large
- * sizes: its figures as they stand (the CPU probed first while it has
- * nominal ones). The multi-device split weighs its row blocks by it. */
-double locus__sched_rate(locus_context *context, locus_device *device,
-                         locus__op_kind op);
 /* The model of one block of a row-split gemm on a device: fixed + rows *
  * per_row seconds. B moves whole (unless current there) and belongs to the
  * fixed part with the launch; A's and C's rows move per row (C both ways
@@ -133,7 +166,9 @@ void locus__sched_gemm_rows(locus_context *context, locus_device *device,
                             const locus_gemm_desc *desc, locus_buffer *b,
                             bool c_read, double *fixed, double *per_row,
                             double *min_rows);
-/* What "auto" names without an op: the device a large gemm would go to. */
-locus_device *locus__sched_default_device(locus_context *context);
+/* What "auto" names without an op: the device a large op of this cost
+ * (from the host) would go to, by nominal figures. */
+locus_device *locus__sched_default_device(locus_context *context,
+                                          const locus__op_cost *cost);
 
 #endif

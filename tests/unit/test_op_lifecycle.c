@@ -8,6 +8,7 @@
  * device).
  *
  * usage: test_op_lifecycle FAKE_DEVICE_MODULE_DIR [SEED] */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,19 +28,35 @@ static void test_op_table(void)
         if (!TEST_EXPECT(type != NULL, "no table entry for kind %d",
                          (int)kinds[i]))
             continue;
-        TEST_EXPECT(type->kind == kinds[i], "entry of kind %d says kind %d",
-                    (int)kinds[i], (int)type->kind);
-        TEST_EXPECT(strcmp(type->name, locus__op_name(kinds[i])) == 0,
-                    "entry '%s', scheduler '%s'", type->name,
-                    locus__op_name(kinds[i]));
+        const locus__op_model *model = &type->model;
+        TEST_EXPECT(model->kind == kinds[i], "entry of kind %d says kind %d",
+                    (int)kinds[i], (int)model->kind);
+        TEST_EXPECT(model->name && model->name[0] && model->backend_has &&
+                        model->compute_seconds,
+                    "kind %d: its cost model is incomplete", (int)kinds[i]);
+        /* The figures it reads are the kind's: twice the work, twice the
+         * time past the fixed part. */
+        locus_backend_rates rates = {.launch_seconds = 1e-6,
+                                     .gemm_fixed_seconds = 1e-6,
+                                     .gemm_flops = 1e9,
+                                     .conv_fixed_seconds = 1e-6,
+                                     .conv_flops = 1e9,
+                                     .reduce_bytes = 1e9};
+        locus__op_cost small = {.op = model, .flops = 1e6, .bytes = 1e6};
+        locus__op_cost large = {.op = model, .flops = 2e6, .bytes = 2e6};
+        double fixed = 1e-6;
+        TEST_EXPECT(fabs((model->compute_seconds(&rates, &large) - fixed) -
+                         2 * (model->compute_seconds(&rates, &small) - fixed)) <
+                        1e-12,
+                    "%s: the time does not grow with its work", model->name);
         TEST_EXPECT(type->operand_count == operands[i] &&
                         type->operand_count <= LOCUS__OP_MAX_OPERANDS,
-                    "%s: %zu operands", type->name, type->operand_count);
+                    "%s: %zu operands", type->model.name, type->operand_count);
         for (size_t o = 0; o < type->operand_count; o++)
             TEST_EXPECT(type->operand_names[o] && type->operand_names[o][0],
-                        "%s: operand %zu has no name", type->name, o);
+                        "%s: operand %zu has no name", type->model.name, o);
         TEST_EXPECT(type->launch && type->call, "%s: launch or call missing",
-                    type->name);
+                    type->model.name);
     }
 }
 

@@ -11,6 +11,7 @@
 
 #include "calibration.h"
 #include "context_types.h"
+#include "ops.h"
 #include "scheduler.h"
 #include "test_util.h"
 
@@ -78,7 +79,7 @@ static double estimate_spinning(fixture *f, const locus__op_cost *cost)
 
 static locus__op_cost reduce_cost(locus_buffer *const *x, size_t floats)
 {
-    return (locus__op_cost){.op = LOCUS__OP_REDUCE,
+    return (locus__op_cost){.op = &locus__reduce_op.model,
                             .flops = (double)floats,
                             .bytes = (double)floats * sizeof(float),
                             .inputs = x,

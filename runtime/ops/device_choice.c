@@ -1,13 +1,27 @@
 /* The public questions of which device: the first a selector matches
  * ("auto" is the scheduler's default device), the one an op given none
- * runs on, and whether a device offers an op. They ask the scheduler, so
- * they live above it, not with the device list (device.c). */
+ * runs on, and whether a device offers an op. They ask the scheduler about
+ * ops of the op table, so they live with the ops, not with the device
+ * list (device.c). */
 #include <locus/locus.h>
 
 #include "context_types.h"
 #include "device.h"
+#include "ops.h"
 #include "scheduler.h"
 #include "status.h"
+
+/* What "auto" names without an op: where a 2048^3 f32 gemm with its
+ * inputs on the host would go. */
+static locus_device *default_device(locus_context *context)
+{
+    const double n = 2048;
+    locus__op_cost cost = {.op = &locus__gemm_op.model,
+                           .flops = 2 * n * n * n,
+                           .bytes = 3 * 4 * n * n,
+                           .dtype = LOCUS_DTYPE_F32};
+    return locus__sched_default_device(context, &cost);
+}
 
 LOCUS_API locus_status locus_device_find(locus_context *context,
                                          const char *selector,
@@ -33,7 +47,7 @@ LOCUS_API locus_status locus_device_find(locus_context *context,
     for (size_t i = 0; i < list.count; i++) {
         locus_device *device =
             list.items[i].is_auto
-                ? locus__sched_default_device(context)
+                ? default_device(context)
                 : locus__device_match(context, &list.items[i]);
         if (device) {
             *out = device;
@@ -72,7 +86,7 @@ LOCUS_API locus_status locus_default_device(locus_context *context,
         }
     }
     if (!*out)
-        *out = locus__sched_default_device(context);
+        *out = default_device(context);
     if (how)
         *how = choice;
     if (!*out)
@@ -100,11 +114,12 @@ LOCUS_API locus_status locus_device_offers(const locus_device *device,
                                   algorithm > (int)LOCUS_CONV_WINOGRAD))
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "conv2d algorithm %d is unknown", algorithm);
+    const locus__op_model *model =
+        &locus__op_type_of((locus__op_kind)op)->model;
     if (op != LOCUS_OP_CONV2D && algorithm != 0)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "%s has one algorithm: pass 0, not %d",
-                           locus__op_name((locus__op_kind)op), algorithm);
-    *offered = locus__device_offers_variant(device, (locus__op_kind)op,
-                                            algorithm, dtype);
+                           "%s has one algorithm: pass 0, not %d", model->name,
+                           algorithm);
+    *offered = locus__device_offers_variant(device, model, algorithm, dtype);
     return LOCUS_SUCCESS;
 }
