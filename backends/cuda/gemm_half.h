@@ -60,6 +60,14 @@ cudaError_t locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g,
                                        void *workspace, size_t workspace_bytes,
                                        cudaStream_t stream);
 const char *locus__cuda_half_wgmma_kernel_name(void);
+/* The same with clusters of two CTAs sharing each B tile through TMA
+ * multicast (multicast != 0), which halves B's traffic from L2. Not yet
+ * the default: h200-half.sh's bench measures it beside the plain kernel
+ * and checks it against cuBLAS. */
+cudaError_t locus__cuda_half_wgmma_run_variant(const locus__cuda_half_gemm *g,
+                                               int multicast, void *workspace,
+                                               size_t workspace_bytes,
+                                               cudaStream_t stream);
 #endif
 
 /* ---- conv2d lowering in half (conv_half.cu) ---- */

@@ -42,7 +42,8 @@ using Element = uint16_t; /* bf16 or f16 bits: only the wgmma reads them */
 
 constexpr int kTileM = 128;
 constexpr int kTileN = 256;
-constexpr int kTileK = 64; /* elements: one 128-byte swizzled row */
+constexpr int kHalfN = kTileN / 2; /* B rows one CTA of a pair copies */
+constexpr int kTileK = 64;         /* elements: one 128-byte swizzled row */
 constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kConsumerRows = kTileM / kConsumers;
@@ -91,10 +92,14 @@ __device__ __forceinline__ void next_stage(int &stage, uint32_t &phase)
     }
 }
 
-__device__ __forceinline__ void produce(SharedStorage &s,
-                                        const CUtensorMap *map_a,
-                                        const CUtensorMap *map_b, int m0,
-                                        int n0, unsigned k_tiles)
+/* The producer thread. Multicast: the two CTAs of a cluster share the B
+ * tile (the same tile_n), each copying its half of B's rows into both, so
+ * that B is read from L2 once for two tiles of C; A stays each CTA's own.
+ * Each full barrier still receives the whole stage's bytes. */
+template <bool Multicast>
+__device__ __forceinline__ void
+produce(SharedStorage &s, const CUtensorMap *map_a, const CUtensorMap *map_b,
+        int m0, int n0, unsigned k_tiles, uint32_t rank)
 {
     tensor_map_prefetch(map_a);
     tensor_map_prefetch(map_b);
@@ -105,12 +110,17 @@ __device__ __forceinline__ void produce(SharedStorage &s,
         barrier_arrive_expect(&s.full[stage], kStageBytes);
         const int k0 = (int)(t * kTileK);
         tensor_load_2d(s.a[stage], map_a, k0, m0, &s.full[stage]);
-        tensor_load_2d(s.b[stage], map_b, k0, n0, &s.full[stage]);
+        if constexpr (Multicast)
+            tensor_load_2d_multicast(s.b[stage] + rank * kHalfN * kTileK, map_b,
+                                     k0, n0 + (int)(rank * kHalfN),
+                                     &s.full[stage], 0x3);
+        else
+            tensor_load_2d(s.b[stage], map_b, k0, n0, &s.full[stage]);
         next_stage(stage, phase);
     }
 }
 
-template <bool Bf16>
+template <bool Bf16, bool Multicast>
 __device__ __forceinline__ void consume(SharedStorage &s, const Epilogue &ep,
                                         int consumer, size_t m0, size_t n0,
                                         unsigned k_tiles)
@@ -136,8 +146,16 @@ __device__ __forceinline__ void consume(SharedStorage &s, const Epilogue &ep,
         /* Tile t - 1's batch is done once at most this one is in flight:
          * its stage goes back to the producer, one arrival per warp. */
         wgmma_wait<1>();
-        if (t > 0 && lane == 0)
-            barrier_arrive(&s.empty[previous]);
+        if (t > 0 && lane == 0) {
+            /* Multicast: both CTAs' producers write this stage, so both
+             * hear that it is free. */
+            if constexpr (Multicast) {
+                barrier_arrive_cluster(&s.empty[previous], 0);
+                barrier_arrive_cluster(&s.empty[previous], 1);
+            } else {
+                barrier_arrive(&s.empty[previous]);
+            }
+        }
         previous = stage;
         next_stage(stage, phase);
     }
@@ -153,7 +171,10 @@ __device__ __forceinline__ void consume(SharedStorage &s, const Epilogue &ep,
     }
 }
 
-template <bool Bf16>
+/* One block a 128 x 256 tile of C. tiles_m: tile rows, or with Multicast
+ * pairs of tile rows, a cluster of two CTAs a pair (the second of a last,
+ * odd pair computes zeros it never stores). */
+template <bool Bf16, bool Multicast>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_half_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b,
@@ -165,29 +186,37 @@ __global__ void __launch_bounds__(kThreads, 1)
     SharedStorage &s = *reinterpret_cast<SharedStorage *>(
         shared_raw + (misalign ? 1024 - misalign : 0));
 
+    const uint32_t rank = Multicast ? cluster_rank() : 0;
     unsigned tile_m, tile_n;
-    grouped_tile(blockIdx.x, tiles_m, tiles_n, tile_m, tile_n);
+    grouped_tile(Multicast ? blockIdx.x / 2 : blockIdx.x, tiles_m, tiles_n,
+                 tile_m, tile_n);
+    if (Multicast)
+        tile_m = tile_m * 2 + rank;
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int i = 0; i < kStages; i++) {
             barrier_init(&s.full[i], 1);
-            barrier_init(&s.empty[i], kConsumers * 4);
+            barrier_init(&s.empty[i], kConsumers * 4 * (Multicast ? 2 : 1));
         }
         barrier_init_fence();
     }
     __syncthreads();
+    if constexpr (Multicast)
+        cluster_sync(); /* the peer's barriers exist before any copy */
 
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
         registers_shrink<kProducerRegisters>();
         if (threadIdx.x == 0)
-            produce(s, &map_a, &map_b, (int)(tile_m * kTileM),
-                    (int)(tile_n * kTileN), k_tiles);
+            produce<Multicast>(s, &map_a, &map_b, (int)(tile_m * kTileM),
+                               (int)(tile_n * kTileN), k_tiles, rank);
     } else {
         registers_grow<kConsumerRegisters>();
-        consume<Bf16>(s, ep, warpgroup - 1, (size_t)tile_m * kTileM,
-                      (size_t)tile_n * kTileN, k_tiles);
+        consume<Bf16, Multicast>(s, ep, warpgroup - 1, (size_t)tile_m * kTileM,
+                                 (size_t)tile_n * kTileN, k_tiles);
     }
+    if constexpr (Multicast)
+        cluster_sync(); /* no CTA leaves while its peer may write to it */
 }
 
 /* ---- packing: 2-byte elements, K-major ---- */
@@ -379,20 +408,36 @@ cudaError_t encode_map(CUtensorMap *map, const Operand &o, size_t k,
     return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <bool Bf16>
+template <bool Bf16, bool Multicast>
 cudaError_t launch(const CUtensorMap &map_a, const CUtensorMap &map_b,
                    const Epilogue &ep, const Plan &plan, cudaStream_t stream)
 {
+    auto kernel = wgmma_half_kernel<Bf16, Multicast>;
     /* Above the 48 KiB default: the opt-in is per kernel. */
     cudaError_t err = cudaFuncSetAttribute(
-        wgmma_half_kernel<Bf16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        kSharedBytes);
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     if (err != cudaSuccess)
         return err;
-    wgmma_half_kernel<Bf16>
-        <<<plan.tiles_m * plan.tiles_n, kThreads, kSharedBytes, stream>>>(
+    if constexpr (!Multicast) {
+        kernel<<<plan.tiles_m * plan.tiles_n, kThreads, kSharedBytes, stream>>>(
             map_a, map_b, ep, plan.tiles_m, plan.tiles_n, plan.k_tiles);
-    return cudaGetLastError();
+        return cudaGetLastError();
+    }
+    const unsigned pairs = (plan.tiles_m + 1) / 2;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(pairs * 2 * plan.tiles_n);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = kSharedBytes;
+    config.stream = stream;
+    cudaLaunchAttribute cluster[1];
+    cluster[0].id = cudaLaunchAttributeClusterDimension;
+    cluster[0].val.clusterDim.x = 2;
+    cluster[0].val.clusterDim.y = 1;
+    cluster[0].val.clusterDim.z = 1;
+    config.attrs = cluster;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep, pairs,
+                              plan.tiles_n, plan.k_tiles);
 }
 
 } // namespace
@@ -413,14 +458,17 @@ locus__cuda_half_wgmma_workspace_bytes(const locus__cuda_half_gemm *g)
 }
 
 extern "C" cudaError_t
-locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g, void *workspace,
-                           size_t workspace_bytes, cudaStream_t stream)
+locus__cuda_half_wgmma_run_variant(const locus__cuda_half_gemm *g,
+                                   int multicast, void *workspace,
+                                   size_t workspace_bytes, cudaStream_t stream)
 {
     using namespace locus_cuda;
     Plan plan;
     if (g == nullptr || g->a == nullptr || g->b == nullptr || g->c == nullptr ||
         !make_plan(g, plan) || workspace_bytes < plan.workspace_bytes ||
-        (plan.workspace_bytes > 0 && workspace == nullptr))
+        (plan.workspace_bytes > 0 && workspace == nullptr) ||
+        (multicast && (g->m > INT_MAX - 2 * kTileM ||
+                       plan.tiles_m * plan.tiles_n > INT_MAX / 2)))
         return cudaErrorInvalidValue;
     Element *space = static_cast<Element *>(workspace);
     cudaError_t err = pack(plan.a, g->k, space, stream);
@@ -432,7 +480,8 @@ locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g, void *workspace,
     if (err == cudaSuccess)
         err = encode_map(&map_a, plan.a, g->k, kTileM, bf16);
     if (err == cudaSuccess)
-        err = encode_map(&map_b, plan.b, g->k, kTileN, bf16);
+        err =
+            encode_map(&map_b, plan.b, g->k, multicast ? kHalfN : kTileN, bf16);
     if (err != cudaSuccess)
         return err;
     Epilogue ep;
@@ -443,8 +492,19 @@ locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g, void *workspace,
     ep.alpha = g->alpha;
     ep.beta = g->beta;
     ep.vec = reinterpret_cast<uintptr_t>(g->c) % 16 == 0 && g->ldc % 4 == 0;
-    return bf16 ? launch<true>(map_a, map_b, ep, plan, stream)
-                : launch<false>(map_a, map_b, ep, plan, stream);
+    if (multicast)
+        return bf16 ? launch<true, true>(map_a, map_b, ep, plan, stream)
+                    : launch<false, true>(map_a, map_b, ep, plan, stream);
+    return bf16 ? launch<true, false>(map_a, map_b, ep, plan, stream)
+                : launch<false, false>(map_a, map_b, ep, plan, stream);
+}
+
+extern "C" cudaError_t
+locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g, void *workspace,
+                           size_t workspace_bytes, cudaStream_t stream)
+{
+    return locus__cuda_half_wgmma_run_variant(g, 0, workspace, workspace_bytes,
+                                              stream);
 }
 
 extern "C" const char *locus__cuda_half_wgmma_kernel_name(void)

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "gemm_wgmma.cuh"
+
 namespace locus_cuda
 {
 
@@ -67,6 +69,54 @@ wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b)
 }
 
 #undef LOCUS_HALF_WGMMA
+
+/* ---- clusters of two CTAs (the multicast variant) ---- */
+
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+/* Every thread of every CTA of the cluster; orders the barrier inits
+ * before the peer's copies and arrivals, and keeps a CTA alive until its
+ * peer no longer writes into it. */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;" ::
+                     : "memory");
+}
+
+/* One arrival on the barrier at the same offset in CTA `cta` of the
+ * cluster (this one or its peer). */
+__device__ __forceinline__ void barrier_arrive_cluster(uint64_t *bar,
+                                                       uint32_t cta)
+{
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, "
+                 "[remote];\n"
+                 "}" ::"r"(shared_address(bar)),
+                 "r"(cta)
+                 : "memory");
+}
+
+/* tensor_load_2d into the same offset of every CTA in `mask`, each
+ * completing the bytes on its own barrier at bar's offset. */
+__device__ __forceinline__ void
+tensor_load_2d_multicast(void *to, const CUtensorMap *map, int inner, int outer,
+                         uint64_t *bar, uint16_t mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(shared_address(to)),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(outer),
+                 "r"(shared_address(bar)), "h"(mask)
+                 : "memory");
+}
 #undef LOCUS_HALF_D16
 #undef LOCUS_HALF_D4
 

@@ -7,7 +7,8 @@
  * Each result is checked against cuBLAS's C (max |difference| over max
  * |C|). Layouts: nt (A m x k, B n x k: both K-major, nothing packed) and
  * nn (B k x n: the wgmma path packs it first, and that time counts).
- * One line of JSON a measurement on stdout.
+ * One line of JSON a measurement on stdout. `half_gemm_bench multicast
+ * [sizes]`: the cluster-of-two variant (TMA multicast of B) instead.
  */
 #include <algorithm>
 #include <cmath>
@@ -105,10 +106,18 @@ static void report(const char *type, const char *layout, const char *who,
 
 int main(int argc, char **argv)
 {
+    /* "multicast" first: the cluster variant instead of the plain kernel
+     * and the fallback (a separate run, so that a failure there leaves
+     * the plain kernel's figures standing). */
+    int first_size = 1, multicast = 0;
+    if (argc > 1 && strcmp(argv[1], "multicast") == 0) {
+        multicast = 1;
+        first_size = 2;
+    }
     std::vector<size_t> sizes = {4096, 8192};
-    if (argc > 1) {
+    if (argc > first_size) {
         sizes.clear();
-        for (int i = 1; i < argc; i++)
+        for (int i = first_size; i < argc; i++)
             sizes.push_back(strtoull(argv[i], nullptr, 10));
     }
     cudaDeviceProp prop;
@@ -175,8 +184,8 @@ int main(int argc, char **argv)
                     TRY(cudaMemset(c, 0xff, count * 4)); /* NaN */
                     const std::vector<float> ms = time_runs(
                         [&]() {
-                            return locus__cuda_half_wgmma_run(&g, workspace,
-                                                              bytes, 0);
+                            return locus__cuda_half_wgmma_run_variant(
+                                &g, multicast, workspace, bytes, 0);
                         },
                         repeat);
                     TRY(cudaMemcpy(host_c.data(), c, count * 4,
@@ -185,13 +194,16 @@ int main(int argc, char **argv)
                         compare(host_c.data(), host_ref.data(), count);
                     failures += !(e < 1e-4);
                     report(type, layout, "locus",
-                           locus__cuda_half_wgmma_kernel_name(), n, ms, e);
+                           multicast ? "wgmma half 128x256x64 4-stage, "
+                                       "cluster 2 multicast B"
+                                     : locus__cuda_half_wgmma_kernel_name(),
+                           n, ms, e);
                     cudaFree(workspace);
                 }
 #endif
                 /* The fallback at the first size only: it is not the fast
                  * path. */
-                if (n == sizes.front()) {
+                if (!multicast && n == sizes.front()) {
                     TRY(cudaMemset(c, 0xff, count * 4));
                     const std::vector<float> ms = time_runs(
                         [&]() { return locus__cuda_half_mma_run(&g, 0); },
