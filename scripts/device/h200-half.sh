@@ -51,6 +51,11 @@ $nvcc $flags -gencode arch=compute_90a,code=sm_90a \
         "$root/scripts/device/half_gemm_bench.cu" "$bench/wgmma.o" \
         "$bench/mma.o" -lcublas -o "$bench/half_gemm_bench" ||
     { echo "bench build failed" >&3; exit 1; }
+# Odd shapes through every kernel against cuBLAS (the mma.sync fallback
+# too, which the API does not reach on this GPU), then the figures.
+timeout 60 "$bench/half_gemm_bench" check >"$out/half-check.jsonl"
+echo "check exit $?" >&3
+cat "$out/half-check.jsonl" >&3
 timeout 100 "$bench/half_gemm_bench" 4096 8192 >"$out/half-bench.jsonl"
 echo "bench exit $?" >&3
 cat "$out/half-bench.jsonl" >&3

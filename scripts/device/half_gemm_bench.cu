@@ -8,7 +8,8 @@
  * |C|). Layouts: nt (A m x k, B n x k: both K-major, nothing packed) and
  * nn (B k x n: the wgmma path packs it first, and that time counts).
  * One line of JSON a measurement on stdout. `half_gemm_bench multicast
- * [sizes]`: the cluster-of-two variant (TMA multicast of B) instead.
+ * [sizes]`: the cluster-of-two variant (TMA multicast of B) instead;
+ * `half_gemm_bench check`: odd shapes through every kernel (check_shapes).
  */
 #include <algorithm>
 #include <cmath>
@@ -104,16 +105,136 @@ static void report(const char *type, const char *layout, const char *who,
     fflush(stdout);
 }
 
+/* Odd shapes, all transposes, padded and odd ld, through every kernel
+ * (the mma.sync fallback, which the public API never reaches on cc 9.0,
+ * and both wgmma variants, the multicast one with an odd number of tile
+ * rows), each against cublasGemmEx in the same layout. Returns the
+ * failures. */
+static int check_shapes(cublasHandle_t handle, bool hopper)
+{
+    const size_t shapes[][3] = {
+        {7, 5, 3}, {130, 260, 70}, {257, 129, 200}, {300, 520, 136}};
+    int failures = 0;
+    for (int bf16 = 1; bf16 >= 0; bf16--)
+        for (const auto &shape : shapes)
+            for (int trans = 0; trans < 4; trans++)
+                for (size_t pad : {0, 3}) {
+                    const size_t m = shape[0], n = shape[1], k = shape[2];
+                    const int ta = trans >> 1, tb = trans & 1;
+                    const size_t lda = (ta ? m : k) + pad;
+                    const size_t ldb = (tb ? k : n) + pad, ldc = n + pad;
+                    const size_t a_count = (ta ? k : m) * lda;
+                    const size_t b_count = (tb ? n : k) * ldb;
+                    uint16_t *a, *b;
+                    float *c, *ref;
+                    TRY(cudaMalloc(&a, a_count * 2));
+                    TRY(cudaMalloc(&b, b_count * 2));
+                    TRY(cudaMalloc(&c, m * ldc * 4));
+                    TRY(cudaMalloc(&ref, m * ldc * 4));
+                    fill_kernel<<<64, 256>>>(a, a_count, 3, bf16);
+                    fill_kernel<<<64, 256>>>(b, b_count, 4, bf16);
+                    TRY(cudaMemset(ref, 0, m * ldc * 4));
+                    const float one = 1.0f, zero = 0.0f;
+                    const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+                    if (cublasGemmEx(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                     ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+                                     (int)m, (int)k, &one, b, dt, (int)ldb, a,
+                                     dt, (int)lda, &zero, ref, CUDA_R_32F,
+                                     (int)ldc, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT) !=
+                        CUBLAS_STATUS_SUCCESS) {
+                        fprintf(stderr, "cublasGemmEx failed\n");
+                        exit(1);
+                    }
+                    std::vector<float> want(m * ldc), got(m * ldc);
+                    TRY(cudaMemcpy(want.data(), ref, m * ldc * 4,
+                                   cudaMemcpyDeviceToHost));
+                    locus__cuda_half_gemm g = {};
+                    g.type = bf16 ? LOCUS_CUDA_HALF_BF16 : LOCUS_CUDA_HALF_F16;
+                    g.trans_a = ta;
+                    g.trans_b = tb;
+                    g.m = m;
+                    g.n = n;
+                    g.k = k;
+                    g.lda = lda;
+                    g.ldb = ldb;
+                    g.ldc = ldc;
+                    g.alpha = 1.0f;
+                    g.a = a;
+                    g.b = b;
+                    g.c = c;
+                    for (int kernel = 0; kernel < (hopper ? 3 : 1); kernel++) {
+                        TRY(cudaMemset(c, 0xff, m * ldc * 4)); /* NaN */
+                        void *workspace = nullptr;
+                        size_t bytes = 0;
+                        cudaError_t err;
+                        if (kernel == 0) {
+                            err = locus__cuda_half_mma_run(&g, 0);
+                        } else {
+#ifdef LOCUS_CUDA_WGMMA
+                            bytes = locus__cuda_half_wgmma_workspace_bytes(&g);
+                            if (bytes > 0)
+                                TRY(cudaMalloc(&workspace, bytes));
+                            err = locus__cuda_half_wgmma_run_variant(
+                                &g, kernel == 2, workspace, bytes, 0);
+#else
+                            err = cudaErrorInvalidValue;
+#endif
+                        }
+                        if (err == cudaSuccess)
+                            err = cudaDeviceSynchronize();
+                        cudaFree(workspace);
+                        TRY(err);
+                        TRY(cudaMemcpy(got.data(), c, m * ldc * 4,
+                                       cudaMemcpyDeviceToHost));
+                        double diff = 0.0, scale = 0.0;
+                        for (size_t i = 0; i < m; i++)
+                            for (size_t j = 0; j < n; j++) {
+                                const double d =
+                                    std::fabs((double)got[i * ldc + j] -
+                                              want[i * ldc + j]);
+                                if (!(d <= diff))
+                                    diff = d;
+                                scale = std::max(
+                                    scale,
+                                    std::fabs((double)want[i * ldc + j]));
+                            }
+                        const double e = scale > 0 ? diff / scale : diff;
+                        const char *names[] = {"mma", "wgmma",
+                                               "wgmma multicast"};
+                        if (!(e < 1e-4)) {
+                            failures++;
+                            printf("{\"check\": \"%s\", \"type\": \"%s\", "
+                                   "\"m\": %zu, \"n\": %zu, \"k\": %zu, "
+                                   "\"trans\": \"%d%d\", \"pad\": %zu, "
+                                   "\"max_rel_diff_vs_cublas\": %.3g}\n",
+                                   names[kernel], bf16 ? "bf16" : "f16", m, n,
+                                   k, ta, tb, pad, e);
+                        }
+                    }
+                    cudaFree(a);
+                    cudaFree(b);
+                    cudaFree(c);
+                    cudaFree(ref);
+                }
+    printf("{\"check\": \"odd shapes, all kernels\", \"failures\": %d}\n",
+           failures);
+    fflush(stdout);
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
     /* "multicast" first: the cluster variant instead of the plain kernel
      * and the fallback (a separate run, so that a failure there leaves
      * the plain kernel's figures standing). */
-    int first_size = 1, multicast = 0;
+    int first_size = 1, multicast = 0, check = 0;
     if (argc > 1 && strcmp(argv[1], "multicast") == 0) {
         multicast = 1;
         first_size = 2;
     }
+    if (argc > 1 && strcmp(argv[1], "check") == 0)
+        check = 1;
     std::vector<size_t> sizes = {4096, 8192};
     if (argc > first_size) {
         sizes.clear();
@@ -129,6 +250,11 @@ int main(int argc, char **argv)
     if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasCreate failed\n");
         return 1;
+    }
+    if (check) {
+        const int failed = check_shapes(handle, hopper);
+        cublasDestroy(handle);
+        return failed > 0;
     }
     int failures = 0;
     for (int bf16 = 1; bf16 >= 0; bf16--) {
