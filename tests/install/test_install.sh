@@ -9,9 +9,11 @@
 # prefix (./install.sh, then ./test.sh). The caller's LD_LIBRARY_PATH is
 # kept after the installed lib for the tool: it may link optional bench
 # libraries found through it.
-# usage: test_install.sh BUILD_DIR SOURCE_DIR PREFIX LIBDIR
+# The man pages, bash completion and the CMake package land where man,
+# bash-completion and find_package look.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR PREFIX LIBDIR MANDIR DATADIR
 set -eu
-build=$1 source=$2 prefix=$3 libdir=$4
+build=$1 source=$2 prefix=$3 libdir=$4 mandir=$5 datadir=$6
 . "$source/tests/install/scratch_install.sh"
 
 for f in include/locus/locus.h include/locus/backend.h bin/locus; do
@@ -25,6 +27,29 @@ for m in cuda opencl; do
     if [ -e "$build/backends/$m/locus-$m.so" ]; then
         [ -e "$lib/locus/locus-$m.so" ] || fail "locus-$m.so not installed"
     fi
+done
+# Every page the build wrote, where `man locus-bench` finds it.
+pages=0
+for page in "$build"/man/*.1; do
+    name=$(basename "$page" .1)
+    [ -e "$root/$mandir/man1/$name.1" ] || fail "$mandir/man1/$name.1 not installed"
+    pages=$((pages + 1))
+done
+[ "$pages" -gt 1 ] || fail "the build wrote no man pages"
+if command -v man >/dev/null; then
+    found=$(MANPATH="$root/$mandir" man -w locus-bench) ||
+        fail "man finds no locus-bench under $mandir"
+    [ "$found" = "$root/$mandir/man1/locus-bench.1" ] ||
+        fail "man -w locus-bench: $found"
+fi
+completion="$root/$datadir/bash-completion/completions/locus"
+[ -e "$completion" ] || fail "$datadir/bash-completion/completions/locus not installed"
+if command -v bash >/dev/null; then
+    bash -c ". '$completion' && complete -p locus" | grep -q -- '-F _locus' ||
+        fail "the installed completion does not complete locus"
+fi
+for f in LocusConfig.cmake LocusConfigVersion.cmake; do
+    [ -e "$lib/cmake/Locus/$f" ] || fail "$libdir/cmake/Locus/$f not installed"
 done
 # liblocus links no GPU library; only modules do.
 if readelf -d "$lib/liblocus.so" | grep -Eq 'libcuda|libcudart|libOpenCL'; then
