@@ -15,8 +15,10 @@
 #   the MPI examples and the mpi suite (docs/MPI.md), numactl, hwloc and
 #   clinfo to look at the machine, and clang with libFuzzer
 #   (libclang-rt-dev) and valgrind for CI's fuzz and valgrind stages
-#   (docs/RELIABILITY.md), and librsvg2-bin, whose rsvg-convert draws the
-#   cli-svg-*-render tests' pictures to PNG (docs/PICTURES.md).
+#   (docs/RELIABILITY.md), librsvg2-bin, whose rsvg-convert draws the
+#   cli-svg-*-render tests' pictures to PNG (docs/PICTURES.md), and cmake
+#   and groff-base for the install-cmake and man-pages tests
+#   (docs/BUILDING.md).
 # The CUDA toolkit is never installed: where /usr/local/cuda/bin/nvcc
 # exists, the CUDA module is built as well.
 set -eu
@@ -26,7 +28,7 @@ build_packages="build-essential meson ninja-build pkg-config python3
   libopenblas-dev libdnnl-dev"
 test_packages="clang-format qemu-system-x86 busybox-static
   openmpi-bin libopenmpi-dev numactl hwloc clinfo
-  clang libclang-rt-dev valgrind librsvg2-bin"
+  clang libclang-rt-dev valgrind librsvg2-bin cmake groff-base"
 case "${1:-all}" in
 build) packages=$build_packages ;;
 test | all) packages="$build_packages $test_packages" ;;
