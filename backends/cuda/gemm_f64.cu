@@ -35,8 +35,8 @@
 namespace
 {
 
-constexpr int kBk = 16;        /* k per stage */
-constexpr int kPad = 4;        /* doubles of padding per shared row */
+constexpr int kBk = 16; /* k per stage */
+constexpr int kPad = 4; /* doubles of padding per shared row */
 constexpr unsigned kGroupRows = 8;
 
 struct Problem {
@@ -85,7 +85,8 @@ template <int Pending> __device__ __forceinline__ void copy_async_wait()
 }
 
 /* Doubles of one stage of an operand whose tile is Mn wide. */
-template <bool KContig, int Mn> __host__ __device__ constexpr int stage_doubles()
+template <bool KContig, int Mn>
+__host__ __device__ constexpr int stage_doubles()
 {
     return KContig ? Mn * (kBk + kPad) : kBk * (Mn + kPad);
 }
@@ -135,9 +136,9 @@ __device__ __forceinline__ void mma<4>(double (&d)[4], const double (&a)[2],
                                        const double (&b)[1])
 {
     asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
-                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(b[0]));
 }
 
 template <>
@@ -145,11 +146,10 @@ __device__ __forceinline__ void mma<8>(double (&d)[4], const double (&a)[4],
                                        const double (&b)[2])
 {
     asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]),
-                   "d"(b[1]));
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
 }
 
 template <>
@@ -157,12 +157,11 @@ __device__ __forceinline__ void mma<16>(double (&d)[4], const double (&a)[8],
                                         const double (&b)[4])
 {
     asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
-                 "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]),
-                   "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]),
-                   "d"(b[2]), "d"(b[3]));
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
+        "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]),
+          "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 }
 
 /* The tile of linear block id, kGroupRows tile rows walked column by
@@ -344,7 +343,8 @@ __global__ void __launch_bounds__(kSimtThreads)
     const size_t z = z_base + blockIdx.z;
     const double *a = p.a + p.offset(p.a_stride, z);
     const double *b = p.b + p.offset(p.b_stride, z);
-    const size_t m0 = (size_t)tile_m * kSimtTile, n0 = (size_t)tile_n * kSimtTile;
+    const size_t m0 = (size_t)tile_m * kSimtTile,
+                 n0 = (size_t)tile_n * kSimtTile;
     const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;
     double acc[4][4] = {};
     for (size_t k0 = 0; k0 < p.k; k0 += kBk) {
@@ -354,15 +354,15 @@ __global__ void __launch_bounds__(kSimtThreads)
             const int kk = TransA ? e / kSimtTile : e % kBk;
             const int mm = TransA ? e % kSimtTile : e / kBk;
             const size_t gm = m0 + mm, gk = k0 + kk;
-            sa[kk][mm] = gm < p.m && gk < p.k
-                             ? (TransA ? a[gk * p.lda + gm] : a[gm * p.lda + gk])
-                             : 0.0;
+            sa[kk][mm] = gm < p.m && gk < p.k ? (TransA ? a[gk * p.lda + gm]
+                                                        : a[gm * p.lda + gk])
+                                              : 0.0;
             const int kb = TransB ? e % kBk : e / kSimtTile;
             const int nn = TransB ? e / kBk : e % kSimtTile;
             const size_t gn = n0 + nn, gkb = k0 + kb;
-            sb[kb][nn] = gn < p.n && gkb < p.k
-                             ? (TransB ? b[gn * p.ldb + gkb] : b[gkb * p.ldb + gn])
-                             : 0.0;
+            sb[kb][nn] = gn < p.n && gkb < p.k ? (TransB ? b[gn * p.ldb + gkb]
+                                                         : b[gkb * p.ldb + gn])
+                                               : 0.0;
         }
         __syncthreads();
 #pragma unroll
@@ -507,13 +507,13 @@ extern "C" int locus__cuda_dgemm_choose(const locus__cuda_dgemm *g,
 {
     if (cc_major < 9)
         return LOCUS_CUDA_DGEMM_SIMT;
-    /* The big tile reads the least per flop, but one block an SM: below a
-     * wave of its tiles most SMs would idle, and the smaller tiles (three
-     * blocks an SM for 64 x 64) keep them busy instead. */
-    const size_t waves = sms > 0 ? (size_t)sms : 1;
-    if (tiles_of(g, 128, 128) >= waves)
+    /* The big tile reads the least per flop, but runs one block an SM:
+     * below one tile an SM, SMs would idle, and the smaller tiles (two
+     * blocks an SM for 128 x 64, three for 64 x 64) spread the work. */
+    const size_t per_sm = sms > 0 ? (size_t)sms : 1;
+    if (tiles_of(g, 128, 128) >= per_sm)
         return LOCUS_CUDA_DGEMM_DMMA_128_K8;
-    if (tiles_of(g, 128, 64) >= 2 * waves)
+    if (tiles_of(g, 128, 64) >= per_sm)
         return LOCUS_CUDA_DGEMM_DMMA_128x64_K8;
     return LOCUS_CUDA_DGEMM_DMMA_64_K8;
 }
