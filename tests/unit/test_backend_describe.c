@@ -263,7 +263,11 @@ static void test_offers_query(void)
         int offered = -1;
         TEST_OK(locus_device_offers(cpu, LOCUS_OP_REDUCE, 0, LOCUS_DTYPE_F64,
                                     &offered));
-        TEST_EXPECT(offered == 0, "cpu offers f64 reduce: %d", offered);
+        TEST_EXPECT(offered == 1, "cpu offers f64 reduce: %d", offered);
+        /* Reduce takes f32 or f64 only (ops_reduce.c). */
+        TEST_OK(locus_device_offers(cpu, LOCUS_OP_REDUCE, 0, LOCUS_DTYPE_BF16,
+                                    &offered));
+        TEST_EXPECT(offered == 0, "cpu offers bf16 reduce: %d", offered);
         TEST_ERROR(locus_device_offers(cpu, (locus_op_kind)7, 0,
                                        LOCUS_DTYPE_F32, &offered),
                    LOCUS_ERROR_INVALID_ARGUMENT, "op kind 7 is unknown");
