@@ -1,0 +1,68 @@
+#!/bin/sh
+# One call on the H200 machine for the CUDA f64 work (#22 item 1): build,
+# the cuda suite (cuda_f64, and the cross-device f64 test where it is
+# registered) and every f64 test the build lists, then the benches: each
+# DGEMM kernel beside cuBLAS DGEMM at 4096 and 8192 and the f64 reduce
+# beside CUB at 2^24 and 2^28 (scripts/device/f64_bench.cu, in one
+# process), and `locus bench --dtype f64` on cuda:0 where the tool takes
+# --dtype. Results: $OUT/f64.log (summary), $OUT/f64-bench.txt,
+# $OUT/testlog-*.txt. Under 8 minutes.
+set -u
+out=${OUT:-/tmp/locus-out}
+mkdir -p "$out"
+exec 3>&1 >"$out/f64.log" 2>&1
+. "$(dirname "$0")/gpu-env.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=/tmp/locus-build
+export PATH=/usr/local/cuda/bin:$PATH
+# The standalone bench compiles beside the build (its own nvcc).
+( timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
+    -I"$root/backends/cuda" -I"$root/include" \
+    "$root/scripts/device/f64_bench.cu" "$root/backends/cuda/gemm_f64.cu" \
+    "$root/backends/cuda/reduce_f64.cu" "$root/backends/cuda/reduce.cu" \
+    -lcublas -o /tmp/f64_bench >"$out/f64-bench-build.txt" 2>&1 ||
+    echo "bench build failed" >>"$out/f64-bench-build.txt" ) &
+bench_build=$!
+meson setup "$build" -Dbuildtype=release >/dev/null || { echo "setup failed" >&3; exit 1; }
+timeout 270 ninja -C "$build" >/dev/null || { ninja -C "$build" 2>&1 | tail -30 >&3; exit 1; }
+echo "built: $(date +%T)" >&3
+locus="$build/tools/locus"
+export LOCUS_PLUGIN_PATH="$build/backends/cuda:$build/backends/opencl"
+summary() {
+    grep -E '^(Ok|Fail|Skipped|Timeout):' "$build/meson-logs/testlog.txt" |
+        sed "s/^/$1 /" >&3
+    grep -E ' (FAIL|TIMEOUT) ' "$build/meson-logs/testlog.txt" >&3
+    cp "$build/meson-logs/testlog.txt" "$out/testlog-$1.txt"
+}
+timeout 150 meson test -C "$build" --no-rebuild --print-errorlogs --suite cuda
+summary cuda
+f64_tests=$(meson test -C "$build" --list 2>/dev/null | grep -i f64 |
+    sed 's/.* \/ //' | tr '\n' ' ')
+echo "f64 tests: $f64_tests" >&3
+if [ -n "$f64_tests" ]; then
+    # shellcheck disable=SC2086
+    timeout 90 meson test -C "$build" --no-rebuild --print-errorlogs $f64_tests
+    summary f64
+fi
+grep -E "cuda_f64|device_f64" "$build/meson-logs/testlog.txt" | head -5 >&3
+wait "$bench_build"
+if [ -x /tmp/f64_bench ]; then
+    echo "=== f64_bench" >&3
+    timeout 120 /tmp/f64_bench >"$out/f64-bench.txt" 2>&1
+    echo "f64_bench exit $?" >&3
+    grep -E "FAIL|4096 4096 4096 pad 0|8192|reduce|failures|^device" \
+        "$out/f64-bench.txt" >&3
+else
+    tail -20 "$out/f64-bench-build.txt" >&3
+fi
+if "$locus" bench --help 2>&1 | grep -q -- --dtype; then
+    for op in "gemm --size 4096,8192" "reduce --size 16777216,268435456"; do
+        echo "=== locus bench $op --dtype f64" >&3
+        # shellcheck disable=SC2086
+        timeout 60 "$locus" bench $op --device cuda:0 --dtype f64 2>&1 |
+            grep -E "^(reduce|gemm) |rror" >&3
+    done
+else
+    echo "locus bench takes no --dtype yet: f64_bench's figures only" >&3
+fi
+echo "done $(date +%T)" >&3
