@@ -33,7 +33,7 @@ extern "C" {
  * each version added. A field or function noted "appended in 0.N" or "new
  * in 0.N" below exists from that version on; the rest are 0.1's. */
 #define LOCUS_VERSION_MAJOR 0
-#define LOCUS_VERSION_MINOR 2
+#define LOCUS_VERSION_MINOR 3
 #define LOCUS_VERSION_PATCH 0
 /* One comparable number: 10000 * major + 100 * minor + patch (0.2.0 is
  * 200). */
