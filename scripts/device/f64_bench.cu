@@ -96,7 +96,7 @@ double max_abs_diff(const double *x, const double *y, size_t rows, size_t cols,
     double worst = 0;
     for (size_t r = 0; r < rows; r++)
         for (size_t i = r * ld; i < r * ld + ld; i++) {
-            const double d = i - r * ld < cols ? std::fabs(hx[i] - hy[i])
+            const double d = i - r * ld < cols   ? std::fabs(hx[i] - hy[i])
                              : std::isnan(hx[i]) ? 0.0
                                                  : INFINITY;
             if (!(d <= worst)) /* NaN counts as worst */
@@ -112,10 +112,10 @@ void cublas_dgemm(cublasHandle_t h, bool ta, bool tb, size_t m, size_t n,
                   size_t ldb, double *c, size_t ldc)
 {
     const double one = 1.0, zero = 0.0;
-    cublasStatus_t s = cublasDgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                   ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-                                   (int)m, (int)k, &one, b, (int)ldb, a,
-                                   (int)lda, &zero, c, (int)ldc);
+    cublasStatus_t s =
+        cublasDgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
+                    &one, b, (int)ldb, a, (int)lda, &zero, c, (int)ldc);
     if (s != CUBLAS_STATUS_SUCCESS) {
         std::printf("FAIL cublasDgemm: %s\n", cublasGetStatusString(s));
         std::exit(2);
@@ -127,9 +127,9 @@ struct Device {
 };
 
 /* One shape through cuBLAS and the given kernels; lds: extra columns. */
-void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb,
-               size_t m, size_t n, size_t k, size_t pad,
-               const std::vector<int> &kernels, int repeat)
+void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
+               size_t n, size_t k, size_t pad, const std::vector<int> &kernels,
+               int repeat)
 {
     const size_t rows_a = ta ? k : m, cols_a = ta ? m : k;
     const size_t rows_b = tb ? n : k, cols_b = tb ? k : n;
@@ -165,9 +165,10 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb,
     g.batch_outer = g.batch_inner = 1;
     for (int kernel : kernels) {
         CHECK(cudaMemset(c, 0xff, m * ldc * sizeof(double))); /* NaN */
-        const int ran = kernel == LOCUS_CUDA_DGEMM_AUTO
-                            ? locus__cuda_dgemm_choose(&g, dev.cc_major, dev.sms)
-                            : kernel;
+        const int ran =
+            kernel == LOCUS_CUDA_DGEMM_AUTO
+                ? locus__cuda_dgemm_choose(&g, dev.cc_major, dev.sms)
+                : kernel;
         cudaError_t err = cudaSuccess;
         const double t = best_seconds(
             [&]() {
@@ -236,7 +237,9 @@ void reduce_case(const Device &dev, size_t n, int repeat)
     CHECK(cudaMalloc(&temp, temp_bytes));
     const double bytes = (double)n * sizeof(double);
     const double t_cub = best_seconds(
-        [&]() { CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, x, out, (int)n)); },
+        [&]() {
+            CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, x, out, (int)n));
+        },
         repeat);
     double cub_sum = 0;
     CHECK(cudaMemcpy(&cub_sum, out, sizeof cub_sum, cudaMemcpyDeviceToHost));
@@ -259,8 +262,8 @@ void reduce_case(const Device &dev, size_t n, int repeat)
                          (char *)scratch +
                              locus__cuda_reduce_result_offset(dev.sms),
                          sizeof result, cudaMemcpyDeviceToHost));
-        std::printf("reduce locus %s %zu  %.6f s  %.1f GB/s  %.3f x cub", names[op],
-                    n, t, bytes / t * 1e-9, t_cub / t);
+        std::printf("reduce locus %s %zu  %.6f s  %.1f GB/s  %.3f x cub",
+                    names[op], n, t, bytes / t * 1e-9, t_cub / t);
         if (op == 0 && check) {
             const double e = (double)(std::fabs((long double)result - exact) /
                                       (abs_sum * std::ldexp(1.0L, -53)));
@@ -271,7 +274,8 @@ void reduce_case(const Device &dev, size_t n, int repeat)
              * on random signs); cub's plain sum shown beside. */
             const bool bad = !(e <= 2.0);
             failures += bad;
-            std::printf("  err %.3g (cub %.3g)%s", e, e_cub, bad ? "  FAIL" : "");
+            std::printf("  err %.3g (cub %.3g)%s", e, e_cub,
+                        bad ? "  FAIL" : "");
         }
         std::printf("\n");
         std::fflush(stdout);
@@ -298,13 +302,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::vector<int> all = {
-        LOCUS_CUDA_DGEMM_AUTO,          LOCUS_CUDA_DGEMM_DMMA_128_K4,
-        LOCUS_CUDA_DGEMM_DMMA_128_K8,   LOCUS_CUDA_DGEMM_DMMA_128_K16,
+        LOCUS_CUDA_DGEMM_AUTO,           LOCUS_CUDA_DGEMM_DMMA_128_K4,
+        LOCUS_CUDA_DGEMM_DMMA_128_K8,    LOCUS_CUDA_DGEMM_DMMA_128_K16,
         LOCUS_CUDA_DGEMM_DMMA_128x64_K8, LOCUS_CUDA_DGEMM_DMMA_64_K8};
     const std::vector<int> auto_only = {LOCUS_CUDA_DGEMM_AUTO};
     const std::vector<int> every = {
-        LOCUS_CUDA_DGEMM_SIMT,         LOCUS_CUDA_DGEMM_DMMA_128_K4,
-        LOCUS_CUDA_DGEMM_DMMA_128_K8,  LOCUS_CUDA_DGEMM_DMMA_128_K16,
+        LOCUS_CUDA_DGEMM_SIMT,           LOCUS_CUDA_DGEMM_DMMA_128_K4,
+        LOCUS_CUDA_DGEMM_DMMA_128_K8,    LOCUS_CUDA_DGEMM_DMMA_128_K16,
         LOCUS_CUDA_DGEMM_DMMA_128x64_K8, LOCUS_CUDA_DGEMM_DMMA_64_K8};
     /* Correctness first, small: odd shapes, every transpose, tight and
      * odd leading dimensions (8-byte copies), every kernel. */
