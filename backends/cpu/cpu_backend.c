@@ -330,6 +330,9 @@ static int cpu_offers(void *state, size_t device, locus_op_kind op,
     if (dtype == LOCUS_DTYPE_F64 &&
         (op == LOCUS_OP_GEMM || op == LOCUS_OP_REDUCE))
         return 1;
+    if ((dtype == LOCUS_DTYPE_BF16 || dtype == LOCUS_DTYPE_F16) &&
+        op == LOCUS_OP_GEMM)
+        return 1; /* A and B in the half type, C f32 (gemm_half.c) */
     if (dtype != LOCUS_DTYPE_F32)
         return 0;
     return op != LOCUS_OP_CONV2D || algorithm != LOCUS_CONV_WINOGRAD;

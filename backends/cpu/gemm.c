@@ -27,6 +27,7 @@
 #include "cpu_internal.h"
 #include "dgemm.h"
 #include "gemm_block.h"
+#include "gemm_half.h"
 #include "gemm_workspace.h"
 
 #define MAX_GROUPS (LOCUS_MAX_NUMA_NODES + 1)
@@ -162,12 +163,11 @@ static void compute_share(const gemm_job *job, const gemm_group *group,
 /* Accounts the stored rows [r0, r1) x columns [c0, c1) of a matrix as one
  * range: the span, gaps between rows included. Cheap, and exact whenever
  * the block is whole rows of a tight matrix, the common case. */
-static void account_block(const gemm_job *job, const void *base, size_t ld,
-                          size_t r0, size_t r1, size_t c0, size_t c1)
+static void account_block(const gemm_job *job, const void *base, size_t elem,
+                          size_t ld, size_t r0, size_t r1, size_t c0, size_t c1)
 {
     if (r0 >= r1 || c0 >= c1)
         return;
-    size_t elem = job->kind->elem_size;
     size_t elems = (r1 - r0 - 1) * ld + (c1 - c0);
     job->services->account_read(
         job->op, (const char *)base + (r0 * ld + c0) * elem, elems * elem);
@@ -181,19 +181,20 @@ static void account_worker(const gemm_job *job, const gemm_group *group,
     const locus__gemm_view *g = job->g;
     size_t nr = job->kind->nr, panels = (g->n + nr - 1) / nr;
     size_t r0, r1, q0, q1, b0, b1;
+    size_t ab = g->ab_size ? g->ab_size : job->kind->elem_size;
     worker_tile(job, group, local, panels, &r0, &r1, &q0, &q1);
     if (g->trans_a == LOCUS_NO_TRANS)
-        account_block(job, g->a, g->lda, r0, r1, 0, g->k);
+        account_block(job, g->a, ab, g->lda, r0, r1, 0, g->k);
     else
-        account_block(job, g->a, g->lda, 0, g->k, r0, r1);
+        account_block(job, g->a, ab, g->lda, 0, g->k, r0, r1);
     job->services->split(g->n, nr, local, group->ranks, &b0, &b1);
     if (g->trans_b == LOCUS_NO_TRANS)
-        account_block(job, g->b, g->ldb, 0, g->k, b0, b1);
+        account_block(job, g->b, ab, g->ldb, 0, g->k, b0, b1);
     else
-        account_block(job, g->b, g->ldb, b0, b1, 0, g->k);
+        account_block(job, g->b, ab, g->ldb, b0, b1, 0, g->k);
     if (g->reads_c)
-        account_block(job, g->c, g->ldc, r0, r1, min_size(q0 * nr, g->n),
-                      min_size(q1 * nr, g->n));
+        account_block(job, g->c, job->kind->elem_size, g->ldc, r0, r1,
+                      min_size(q0 * nr, g->n), min_size(q1 * nr, g->n));
 }
 
 static void phase_worker(void *arg, int rank, int ranks)
@@ -225,7 +226,8 @@ static void scale_worker(void *arg, int rank, int ranks)
     if (r0 >= r1)
         return;
     if (job->g->reads_c)
-        account_block(job, job->g->c, job->g->ldc, r0, r1, 0, job->g->n);
+        account_block(job, job->g->c, job->kind->elem_size, job->g->ldc, r0, r1,
+                      0, job->g->n);
     job->kind->scale(job->g->typed, r0, r1, 0, job->g->n);
 }
 
@@ -461,6 +463,8 @@ locus_status locus__cpu_gemm(void *state, size_t device,
                              const void *b, void *c, locus_op_context *op)
 {
     const locus__cpu_state *s = state;
+    if (desc->dtype == LOCUS_DTYPE_BF16 || desc->dtype == LOCUS_DTYPE_F16)
+        return locus__cpu_gemm_half(s, device, desc, a, b, c, op);
     if (desc->dtype == LOCUS_DTYPE_F64)
         return locus__cpu_dgemm(s, device, desc, a, b, c, op);
     /* LOCUS_MATH_TF32 and 3XTF32 permit less precision for speed; the CPU

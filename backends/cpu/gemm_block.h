@@ -82,6 +82,10 @@ typedef struct locus__gemm_view {
     void *c;
     size_t lda, ldb, ldc;
     int reads_c, reads_ab;
+    /* Bytes of an element of A and B as stored, where they are not the
+     * kind's elem_size (C's and the packed blocks'): 2 for bf16 and f16
+     * inputs, packed as f32 (gemm_half.c). 0: elem_size. */
+    size_t ab_size;
     const void *typed;
 } locus__gemm_view;
 
