@@ -20,6 +20,8 @@ static const char *const other_names[] = {
     "LOCUS_OPENCL_EXTRA_SOURCE", /* the OpenCL module, a test hook */
     "LOCUS_OPENCL_TUNING",       /* the OpenCL module */
     "LOCUS_BENCH_CUDA_PATH",     /* locus bench */
+    "LOCUS_BENCH_MKL",           /* locus bench */
+    "LOCUS_BENCH_OPENBLAS",      /* locus bench */
     "LOCUS_WERROR",              /* test.sh */
     "LOCUS_CUDNN_ROOT",          /* the build, scripts/device */
     "LOCUS_MPI_BUILD",           /* scripts/device/h200-mpi.sh */

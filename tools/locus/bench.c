@@ -44,6 +44,10 @@ void bench_usage(FILE *out)
         "  --repeat N     timed runs after one warm-up (default 5); the best\n"
         "                 time is reported, --json has the median too\n"
         "  --math MODE    gemm and conv: fp32 (default), tf32 or 3xtf32\n"
+        "  --dtype TYPE   f32 (default), f64, bf16 or f16: the inputs'\n"
+        "                 type; bf16 and f16 are gemm and conv inputs with\n"
+        "                 an f32 output. What a device does not offer is\n"
+        "                 listed as not offered\n"
         "  --algo ALGO    conv: auto (default), im2col, mec, implicit or\n"
         "                 winograd (3x3 stride 1, CUDA and OpenCL)\n"
         "  --seed N       seed of the random inputs (default: from the "
@@ -300,6 +304,19 @@ static bool parse_conv_algorithm(const char *text,
     return true;
 }
 
+static bool parse_dtype(const char *text, locus_dtype *dtype)
+{
+    static const locus_dtype dtypes[] = {LOCUS_DTYPE_F32, LOCUS_DTYPE_F64,
+                                         LOCUS_DTYPE_BF16, LOCUS_DTYPE_F16};
+    for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); ++i) {
+        if (strcmp(text, locus_dtype_str(dtypes[i])) == 0) {
+            *dtype = dtypes[i];
+            return true;
+        }
+    }
+    return false;
+}
+
 static uint64_t seed_from_clock(void)
 {
     struct timespec now;
@@ -322,11 +339,12 @@ typedef enum value_option {
     OPTION_ALGO,
     OPTION_SEED,
     OPTION_SVG,
+    OPTION_DTYPE,
 } value_option;
 
 static const char *const value_option_names[] = {
-    "--device", "--size", "--repeat", "--math",
-    "--algo",   "--seed", "--svg",    NULL};
+    "--device", "--size", "--repeat", "--math", "--algo",
+    "--seed",   "--svg",  "--dtype",  NULL};
 
 /* Applies one option; returns -1, or EXIT_USAGE after a bad value. */
 static int apply_value_option(bench_request *request, value_option option,
@@ -382,6 +400,12 @@ static int apply_value_option(bench_request *request, value_option option,
         request->seed = number;
         request->seed_given = true;
         break;
+    case OPTION_DTYPE:
+        if (!parse_dtype(value, &request->settings.dtype)) {
+            return BENCH_USAGE_ERROR(
+                "bad --dtype value \"%s\" (f32, f64, bf16 or f16)", value);
+        }
+        break;
     case OPTION_SVG:
         if (value[0] == '\0') {
             return BENCH_USAGE_ERROR("--svg needs a file");
@@ -429,6 +453,7 @@ static int parse_bench_arguments(int argc, char **argv, bench_request *request)
     request->settings.repeat = DEFAULT_REPEAT;
     request->settings.math = LOCUS_MATH_FP32;
     request->settings.conv_algorithm = LOCUS_CONV_AUTO;
+    request->settings.dtype = LOCUS_DTYPE_F32;
     for (int index = 1; index < argc; ++index) {
         const char *arg = argv[index];
         const char *value = NULL;

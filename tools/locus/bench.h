@@ -45,6 +45,7 @@ typedef struct bench_settings {
     int repeat; /* timed runs after the warm-up */
     locus_math_mode math;
     locus_conv_algorithm conv_algorithm;
+    locus_dtype dtype; /* --dtype: the inputs' type (f32 by default) */
 } bench_settings;
 
 /* Above either limit the reference is checked on a random sample of
@@ -179,9 +180,12 @@ static inline const char *bench_math_name(locus_math_mode math)
     }
     return "fp32";
 }
-/* Fills result->shape, dims, flops and bytes; no Locus call. */
-void bench_describe(const bench_shape *shape, bench_result *result);
-/* Checks that every buffer size fits a size_t; false when one overflows. */
+/* Fills result->shape, dims, flops and bytes (in the dtype's element
+ * sizes); no Locus call (bench_shape.c). */
+void bench_describe(const bench_shape *shape, locus_dtype dtype,
+                    bench_result *result);
+/* Checks that every buffer size fits a size_t in every dtype; false when
+ * one overflows. */
 bool bench_shape_fits(const bench_shape *shape);
 
 /* Runs one op at one size on one device: fresh random inputs, a float64
@@ -199,8 +203,12 @@ locus_status bench_run(locus_context *context, locus_device *device,
 typedef struct bench_reference_input {
     const bench_shape *shape;
     const bench_settings *settings;
-    const float *first, *second;
+    const void *first, *second; /* in settings->dtype */
     int threads;
+    /* The CPU device's context and nodes (OS numbers; 0: all), where the
+     * read bandwidth places its threads; NULL for other devices. */
+    const locus_context *context;
+    uint64_t node_mask;
 } bench_reference_input;
 
 /* One call of the reference's work; arg is the reference's own state. */

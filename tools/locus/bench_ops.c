@@ -7,133 +7,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_dtype.h"
 #include "format.h"
 #include "progress.h"
 #include "reference.h"
 #include "table.h"
-
-const char *bench_op_name(bench_op op)
-{
-    switch (op) {
-    case BENCH_REDUCE:
-        return "reduce";
-    case BENCH_GEMM:
-        return "gemm";
-    case BENCH_CONV:
-        return "conv2d";
-    }
-    return "unknown";
-}
-
-static void add_dim(bench_result *result, const char *name, size_t value)
-{
-    if (result->dim_count < BENCH_MAX_DIMS) {
-        result->dim_names[result->dim_count] = name;
-        result->dim_values[result->dim_count] = value;
-        result->dim_count++;
-    }
-}
-
-void bench_describe(const bench_shape *shape, bench_result *result)
-{
-    result->op = bench_op_name(shape->op);
-    result->dim_count = 0;
-    switch (shape->op) {
-    case BENCH_REDUCE: {
-        size_t count = shape->u.reduce.count;
-        snprintf(result->shape, sizeof(result->shape), "%zu", count);
-        add_dim(result, "count", count);
-        result->flops = (double)count;
-        result->bytes = (uint64_t)count * sizeof(float);
-        result->output_entries = 1;
-        break;
-    }
-    case BENCH_GEMM: {
-        size_t m = shape->u.gemm.m, n = shape->u.gemm.n, k = shape->u.gemm.k;
-        snprintf(result->shape, sizeof(result->shape), "%zux%zux%zu", m, n, k);
-        add_dim(result, "m", m);
-        add_dim(result, "n", n);
-        add_dim(result, "k", k);
-        result->flops = 2.0 * (double)m * (double)n * (double)k;
-        /* With beta = 0, C is only written. */
-        result->bytes = ((uint64_t)m * k + (uint64_t)k * n + (uint64_t)m * n) *
-                        sizeof(float);
-        result->output_entries = m * n;
-        break;
-    }
-    case BENCH_CONV: {
-        const bench_conv_shape *conv = &shape->u.conv;
-        snprintf(result->shape, sizeof(result->shape),
-                 "%zu,%zu,%zu,%zu,%zu,%zu,%zu,%zu,%zu", conv->batch,
-                 conv->channels, conv->height, conv->width, conv->filters,
-                 conv->kernel_height, conv->kernel_width, conv->stride,
-                 conv->pad);
-        add_dim(result, "batch", conv->batch);
-        add_dim(result, "in_channels", conv->channels);
-        add_dim(result, "in_height", conv->height);
-        add_dim(result, "in_width", conv->width);
-        add_dim(result, "out_channels", conv->filters);
-        add_dim(result, "kernel_height", conv->kernel_height);
-        add_dim(result, "kernel_width", conv->kernel_width);
-        add_dim(result, "stride", conv->stride);
-        add_dim(result, "pad", conv->pad);
-        add_dim(result, "out_height", conv->out_height);
-        add_dim(result, "out_width", conv->out_width);
-        double outputs = (double)conv->batch * (double)conv->filters *
-                         (double)conv->out_height * (double)conv->out_width;
-        result->flops = 2.0 * outputs * (double)conv->channels *
-                        (double)conv->kernel_height *
-                        (double)conv->kernel_width;
-        uint64_t input =
-            (uint64_t)conv->batch * conv->channels * conv->height * conv->width;
-        uint64_t filter = (uint64_t)conv->filters * conv->channels *
-                          conv->kernel_height * conv->kernel_width;
-        result->bytes = (input + filter + (uint64_t)outputs) * sizeof(float);
-        result->output_entries = (size_t)outputs;
-        break;
-    }
-    }
-}
-
-/* a * b * c * sizeof(float) without wrapping. */
-static bool float_bytes_fit(size_t a, size_t b, size_t c, size_t d)
-{
-    size_t total = sizeof(float);
-    size_t factors[4] = {a, b, c, d};
-    for (int i = 0; i < 4; ++i) {
-        if (factors[i] != 0 && total > SIZE_MAX / factors[i]) {
-            return false;
-        }
-        total *= factors[i];
-    }
-    return true;
-}
-
-bool bench_shape_fits(const bench_shape *shape)
-{
-    switch (shape->op) {
-    case BENCH_REDUCE:
-        return float_bytes_fit(shape->u.reduce.count, 1, 1, 1);
-    case BENCH_GEMM: {
-        size_t m = shape->u.gemm.m, n = shape->u.gemm.n, k = shape->u.gemm.k;
-        return float_bytes_fit(m, k, 1, 1) && float_bytes_fit(k, n, 1, 1) &&
-               float_bytes_fit(m, n, 1, 1);
-    }
-    case BENCH_CONV: {
-        const bench_conv_shape *conv = &shape->u.conv;
-        return float_bytes_fit(conv->batch * conv->channels, conv->height,
-                               conv->width, 1) &&
-               float_bytes_fit(conv->batch, conv->channels, 1, 1) &&
-               float_bytes_fit(conv->filters, conv->channels,
-                               conv->kernel_height, conv->kernel_width) &&
-               float_bytes_fit(conv->filters, conv->channels, 1, 1) &&
-               float_bytes_fit(conv->batch, conv->filters, 1, 1) &&
-               float_bytes_fit(conv->batch * conv->filters, conv->out_height,
-                               conv->out_width, 1);
-    }
-    }
-    return false;
-}
 
 /* Copies locus_last_error() at once: the cleanup calls that follow a
  * failure would replace it. */
@@ -204,6 +82,19 @@ double bench_tolerance(size_t terms, locus_math_mode math)
 {
     return 4.0 * input_unit_roundoff(math) +
            4.0 * sqrt((double)terms) * ldexp(1.0, -24);
+}
+
+/* The same for a dtype: f64 rounds its inputs and accumulates at 2^-53;
+ * bf16 and f16 inputs are exact in the type the reference reads, their
+ * products exact in f32, which accumulates them. */
+static double dtype_tolerance(size_t terms, locus_math_mode math,
+                              locus_dtype dtype)
+{
+    if (dtype != LOCUS_DTYPE_F64) {
+        return bench_tolerance(terms, math);
+    }
+    double unit = bench_accumulation_roundoff(dtype);
+    return 4.0 * unit + 4.0 * sqrt((double)terms) * unit;
 }
 
 double bench_time_best(bench_work_fn work, void *arg,
@@ -328,6 +219,7 @@ static void output_check_free(output_check *check)
 
 /* Maps the output, compares every checked entry, fills the result. */
 static locus_status output_check_compare(const output_check *check,
+                                         locus_dtype dtype,
                                          locus_buffer *output,
                                          bench_result *result)
 {
@@ -337,12 +229,11 @@ static locus_status output_check_compare(const output_check *check,
         return fail_step(result, status, "reading the %s output of %s",
                          result->op, result->shape);
     }
-    const float *values = host;
     double worst = 0.0;
     for (size_t i = 0; i < check->count; ++i) {
         double error = reference_relative_error(
-            (double)values[output_check_position(check, i)], check->expected[i],
-            check->magnitude[i]);
+            bench_output_value(dtype, host, output_check_position(check, i)),
+            check->expected[i], check->magnitude[i]);
         if (!(error <= worst)) {
             worst = error; /* also catches infinity from NaN outputs */
         }
@@ -358,15 +249,17 @@ static locus_status output_check_compare(const output_check *check,
     return LOCUS_SUCCESS;
 }
 
-/* Allocates a buffer of count floats and maps it for writing. */
+/* Allocates a buffer of count elements of `element` bytes and maps it for
+ * writing. */
 static locus_status create_mapped(locus_context *context, size_t count,
-                                  const char *what, bench_result *result,
-                                  locus_buffer **buffer, float **host)
+                                  size_t element, const char *what,
+                                  bench_result *result, locus_buffer **buffer,
+                                  void **host)
 {
     char size_text[32];
-    format_bytes((uint64_t)count * sizeof(float), size_text, sizeof(size_text));
+    format_bytes((uint64_t)count * element, size_text, sizeof(size_text));
     locus_status status =
-        locus_buffer_create(context, count * sizeof(float), NULL, buffer);
+        locus_buffer_create(context, count * element, NULL, buffer);
     if (status != LOCUS_SUCCESS) {
         return fail_step(result, status, "allocating the %s %s", size_text,
                          what);
@@ -395,18 +288,18 @@ static locus_status unmap(locus_buffer *buffer, const char *what,
 /* An output full of NaN: an element the kernel never writes fails the
  * check instead of passing with stale or zero memory. */
 static locus_status create_poisoned_output(locus_context *context, size_t count,
+                                           locus_dtype dtype,
                                            bench_result *result,
                                            locus_buffer **buffer)
 {
-    float *host = NULL;
+    void *host = NULL;
     locus_status status =
-        create_mapped(context, count, "output", result, buffer, &host);
+        create_mapped(context, count, bench_output_size(dtype), "output",
+                      result, buffer, &host);
     if (status != LOCUS_SUCCESS) {
         return status;
     }
-    for (size_t i = 0; i < count; ++i) {
-        host[i] = NAN;
-    }
+    bench_poison_output(dtype, host, count);
     status = unmap(*buffer, "output", result);
     if (status != LOCUS_SUCCESS) {
         locus_buffer_destroy(*buffer);
@@ -418,6 +311,7 @@ static locus_status create_poisoned_output(locus_context *context, size_t count,
 typedef struct op_state {
     locus_context *context;
     locus_device *device;
+    locus_dtype dtype;
     locus_reduce_desc reduce;
     locus_gemm_desc gemm;
     locus_conv2d_desc conv;
@@ -453,21 +347,31 @@ static locus_status run_reduce(op_state *op, const bench_settings *settings,
                                const char *label, bench_result *result)
 {
     size_t count = shape->u.reduce.count;
-    float *x = NULL;
+    void *x = NULL;
     locus_status status =
-        create_mapped(op->context, count, "input", result, &op->inputs[0], &x);
+        create_mapped(op->context, count, bench_input_size(op->dtype), "input",
+                      result, &op->inputs[0], &x);
     if (status != LOCUS_SUCCESS) {
         return status;
     }
-    random_fill(random, x, count);
+    bench_fill_inputs(random, op->dtype, x, count);
     double expected = 0.0, magnitude = 0.0;
-    reference_sum(x, count, &expected, &magnitude);
+    bool copied = false;
+    const float *wide = bench_inputs_as_float(op->dtype, x, count, &copied);
+    if (wide == NULL) {
+        bench_sum_f64(x, count, &expected, &magnitude);
+    } else {
+        reference_sum(wide, count, &expected, &magnitude);
+    }
+    if (copied) {
+        free((void *)wide);
+    }
     status = unmap(op->inputs[0], "input", result);
     if (status != LOCUS_SUCCESS) {
         return status;
     }
     locus_reduce_desc_init(&op->reduce);
-    op->reduce.dtype = LOCUS_DTYPE_F32;
+    op->reduce.dtype = op->dtype;
     op->reduce.op = LOCUS_REDUCE_SUM;
     op->reduce.count = count;
     status = warm_up(call_reduce, op, label, result);
@@ -481,18 +385,30 @@ static locus_status run_reduce(op_state *op, const bench_settings *settings,
     result->max_rel_err =
         reference_relative_error(op->reduce_result, expected, magnitude);
     result->checked_entries = 1;
-    result->tolerance = bench_tolerance(count, LOCUS_MATH_FP32);
+    result->tolerance = dtype_tolerance(count, LOCUS_MATH_FP32, op->dtype);
     return LOCUS_SUCCESS;
 }
 
-/* The float64 reference of the checked entries, from the two inputs. */
+/* The float64 reference of the checked entries, from the two inputs: as
+ * floats (f32, and bf16 or f16 widened), or the doubles of f64 (their
+ * float pointers NULL). */
 typedef void (*reference_fn)(const op_state *op, const float *first,
-                             const float *second, output_check *check);
+                             const float *second, const double *first_f64,
+                             const double *second_f64, output_check *check);
 
 static void gemm_reference(const op_state *op, const float *a, const float *b,
+                           const double *a_f64, const double *b_f64,
                            output_check *check)
 {
     size_t m = op->gemm.m, n = op->gemm.n, k = op->gemm.k;
+    if (a == NULL) {
+        for (size_t i = 0; i < check->count; ++i) {
+            size_t position = output_check_position(check, i);
+            bench_gemm_entry_f64(a_f64, b_f64, n, k, position / n, position % n,
+                                 &check->expected[i], &check->magnitude[i]);
+        }
+        return;
+    }
     if (check->positions == NULL) {
         reference_gemm(a, b, m, n, k, check->expected, check->magnitude);
         return;
@@ -505,7 +421,8 @@ static void gemm_reference(const op_state *op, const float *a, const float *b,
 }
 
 static void conv_reference(const op_state *op, const float *input,
-                           const float *filter, output_check *check)
+                           const float *filter, const double *input_f64,
+                           const double *filter_f64, output_check *check)
 {
     /* From the descriptor by hand, not locus_conv2d_output_shape: the
      * reference must not share what it checks. */
@@ -518,17 +435,24 @@ static void conv_reference(const op_state *op, const float *input,
                            desc->stride_w +
                        1;
     for (size_t i = 0; i < check->count; ++i) {
-        reference_conv2d_entry(input, filter, &op->conv, out_height, out_width,
-                               output_check_position(check, i),
-                               &check->expected[i], &check->magnitude[i]);
+        size_t position = output_check_position(check, i);
+        if (input == NULL) {
+            bench_conv2d_entry_f64(input_f64, filter_f64, &op->conv, out_height,
+                                   out_width, position, &check->expected[i],
+                                   &check->magnitude[i]);
+        } else {
+            reference_conv2d_entry(input, filter, &op->conv, out_height,
+                                   out_width, position, &check->expected[i],
+                                   &check->magnitude[i]);
+        }
     }
 }
 
 /* Maps both inputs for reading and computes the reference from them. */
 static locus_status compute_reference(op_state *op, reference_fn reference,
                                       const char *const names[2],
-                                      const char *label, output_check *check,
-                                      bench_result *result)
+                                      const size_t counts[2], const char *label,
+                                      output_check *check, bench_result *result)
 {
     void *first = NULL, *second = NULL;
     progress_show("%s: float64 reference", label);
@@ -543,7 +467,16 @@ static locus_status compute_reference(op_state *op, reference_fn reference,
         locus_buffer_unmap(op->inputs[0]);
         return status;
     }
-    reference(op, first, second, check);
+    bool copied[2] = {false, false};
+    const float *wide[2] = {
+        bench_inputs_as_float(op->dtype, first, counts[0], &copied[0]),
+        bench_inputs_as_float(op->dtype, second, counts[1], &copied[1])};
+    reference(op, wide[0], wide[1], first, second, check);
+    for (int i = 0; i < 2; ++i) {
+        if (copied[i]) {
+            free((void *)wide[i]);
+        }
+    }
     locus_status unmap_first = unmap(op->inputs[0], names[0], result);
     status = unmap(op->inputs[1], names[1], result);
     return unmap_first != LOCUS_SUCCESS ? unmap_first : status;
@@ -569,22 +502,23 @@ static locus_status run_two_input_op(op_state *op, const two_input_op *spec,
 {
     output_check check;
     output_check_init(&check, spec->outputs, spec->multiply_adds, random);
-    float *hosts[2] = {NULL, NULL};
+    void *hosts[2] = {NULL, NULL};
     locus_status status = LOCUS_SUCCESS;
     for (int i = 0; i < 2; ++i) {
-        status = create_mapped(op->context, spec->counts[i], spec->names[i],
+        status = create_mapped(op->context, spec->counts[i],
+                               bench_input_size(op->dtype), spec->names[i],
                                result, &op->inputs[i], &hosts[i]);
         if (status != LOCUS_SUCCESS) {
             goto free_check;
         }
-        random_fill(random, hosts[i], spec->counts[i]);
+        bench_fill_inputs(random, op->dtype, hosts[i], spec->counts[i]);
         status = unmap(op->inputs[i], spec->names[i], result);
         if (status != LOCUS_SUCCESS) {
             goto free_check;
         }
     }
-    status =
-        create_poisoned_output(op->context, spec->outputs, result, &op->output);
+    status = create_poisoned_output(op->context, spec->outputs, op->dtype,
+                                    result, &op->output);
     if (status != LOCUS_SUCCESS) {
         goto free_check;
     }
@@ -592,8 +526,8 @@ static locus_status run_two_input_op(op_state *op, const two_input_op *spec,
     if (status != LOCUS_SUCCESS) {
         goto free_check;
     }
-    status = compute_reference(op, spec->reference, spec->names, label, &check,
-                               result);
+    status = compute_reference(op, spec->reference, spec->names, spec->counts,
+                               label, &check, result);
     if (status != LOCUS_SUCCESS) {
         goto free_check;
     }
@@ -601,8 +535,8 @@ static locus_status run_two_input_op(op_state *op, const two_input_op *spec,
     if (status != LOCUS_SUCCESS) {
         goto free_check;
     }
-    status = output_check_compare(&check, op->output, result);
-    result->tolerance = bench_tolerance(spec->terms, settings->math);
+    status = output_check_compare(&check, op->dtype, op->output, result);
+    result->tolerance = dtype_tolerance(spec->terms, settings->math, op->dtype);
 free_check:
     output_check_free(&check);
     return status;
@@ -614,7 +548,7 @@ static locus_status run_gemm(op_state *op, const bench_settings *settings,
 {
     size_t m = shape->u.gemm.m, n = shape->u.gemm.n, k = shape->u.gemm.k;
     locus_gemm_desc_init(&op->gemm);
-    op->gemm.dtype = LOCUS_DTYPE_F32;
+    op->gemm.dtype = op->dtype;
     op->gemm.trans_a = LOCUS_NO_TRANS;
     op->gemm.trans_b = LOCUS_NO_TRANS;
     op->gemm.m = m;
@@ -640,7 +574,7 @@ static void fill_conv_desc(locus_conv2d_desc *desc, const bench_shape *shape,
 {
     const bench_conv_shape *conv = &shape->u.conv;
     locus_conv2d_desc_init(desc);
-    desc->dtype = LOCUS_DTYPE_F32;
+    desc->dtype = settings->dtype;
     desc->batch = conv->batch;
     desc->in_channels = conv->channels;
     desc->in_height = conv->height;
@@ -724,6 +658,8 @@ static void run_references(op_state *op, const locus_device_info *info,
         .first = first,
         .second = second,
         .threads = info->compute_units > 0 ? info->compute_units : 1,
+        .context = op->context,
+        .node_mask = info->nearest_numa_mask,
     };
     switch (shape->op) {
     case BENCH_REDUCE:
@@ -733,7 +669,10 @@ static void run_references(op_state *op, const locus_device_info *info,
         bench_reference_gemm(&input, result);
         break;
     case BENCH_CONV:
-        bench_reference_conv(&input, result);
+        /* oneDNN's and im2col + OpenBLAS's are f32 convolutions. */
+        if (settings->dtype == LOCUS_DTYPE_F32) {
+            bench_reference_conv(&input, result);
+        }
         break;
     }
     if (op->inputs[1] != NULL) {
@@ -747,7 +686,7 @@ locus_status bench_run(locus_context *context, locus_device *device,
                        random_state *random, bench_result *result)
 {
     memset(result, 0, sizeof(*result));
-    bench_describe(shape, result);
+    bench_describe(shape, settings->dtype, result);
     locus_device_info info;
     locus_device_info_init(&info);
     locus_status status = locus_device_get_info(device, &info);
@@ -759,7 +698,8 @@ locus_status bench_run(locus_context *context, locus_device *device,
     snprintf(label, sizeof(label), "%s %s on %s", result->op, result->shape,
              result->device);
 
-    op_state op = {.context = context, .device = device};
+    op_state op = {
+        .context = context, .device = device, .dtype = settings->dtype};
     switch (shape->op) {
     case BENCH_REDUCE:
         status = run_reduce(&op, settings, shape, random, label, result);

@@ -21,4 +21,9 @@ void bench_openblas_sgemm(size_t m, size_t n, size_t k, const float *a,
                           size_t lda, const float *b, size_t ldb, float *c,
                           size_t ldc);
 
+/* Fills the gemm references' entry for it (bench_ref_blas.h): found with
+ * its entry points and config string, or not, with the reason. */
+struct bench_blas_library;
+void bench_openblas_describe(struct bench_blas_library *library);
+
 #endif

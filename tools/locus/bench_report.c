@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_ref_blas.h"
 #include "format.h"
 #include "json.h"
 #include "table.h"
@@ -31,6 +32,21 @@ static double per_second(double amount, double seconds)
     return seconds > 0.0 ? amount / seconds : 0.0;
 }
 
+/* The fastest reference, which "reference" and "ratio" compare with: the
+ * best a user could pick. */
+static const bench_reference *best_reference(const bench_result *result)
+{
+    const bench_reference *best = NULL;
+    for (size_t i = 0; i < result->reference_count; ++i) {
+        const bench_reference *reference = &result->references[i];
+        if (reference->seconds > 0.0 &&
+            (best == NULL || reference->seconds < best->seconds)) {
+            best = reference;
+        }
+    }
+    return best;
+}
+
 /* The reference's time over ours: above 1, Locus is faster. */
 static double reference_ratio(const bench_result *result,
                               const bench_reference *reference)
@@ -38,6 +54,16 @@ static double reference_ratio(const bench_result *result,
     return result->best_seconds > 0.0
                ? reference->seconds / result->best_seconds
                : 0.0;
+}
+
+/* The dtype the run used, as the record names it (the runtime fills it);
+ * the requested one where the record has none. */
+static const char *result_dtype(const bench_request *request,
+                                const bench_result *result)
+{
+    return result->record.dtype[0] != '\0'
+               ? result->record.dtype
+               : locus_dtype_str(request->settings.dtype);
 }
 
 /* How far apart the timed runs were: (slowest - fastest) / median. */
@@ -49,19 +75,20 @@ static double run_spread(const bench_result *result)
                : 0.0;
 }
 
-static void print_result_rows(const bench_outcome *outcome)
+static void print_result_rows(const bench_request *request,
+                              const bench_outcome *outcome)
 {
     static const char *const headers[] = {
-        "op",     "device", "shape",   "algorithm", "time",
-        "median", "spread", "GFLOP/s", "GB/s",      "max rel err",
-        "check",  "local",  "remote",  "provenance"};
+        "op",          "device", "shape",  "dtype",   "algorithm",
+        "time",        "median", "spread", "GFLOP/s", "GB/s",
+        "max rel err", "check",  "local",  "remote",  "provenance"};
     table results;
     table_init(&results, sizeof(headers) / sizeof(headers[0]), headers);
-    for (size_t column = 4; column <= 9; ++column) {
+    for (size_t column = 5; column <= 10; ++column) {
         table_align_right(&results, column);
     }
-    table_align_right(&results, 11);
     table_align_right(&results, 12);
+    table_align_right(&results, 13);
     for (size_t i = 0; i < outcome->result_count; ++i) {
         const bench_result *result = &outcome->results[i];
         char text[64];
@@ -69,32 +96,33 @@ static void print_result_rows(const bench_outcome *outcome)
         table_set(&results, 0, "%s", result->op);
         table_set(&results, 1, "%s", result->device);
         table_set(&results, 2, "%s", result->shape);
-        table_set(&results, 3, "%s", result->record.algorithm);
+        table_set(&results, 3, "%s", result_dtype(request, result));
+        table_set(&results, 4, "%s", result->record.algorithm);
         format_seconds(result->best_seconds, text, sizeof(text));
-        table_set(&results, 4, "%s", text);
-        format_seconds(result->median_seconds, text, sizeof(text));
         table_set(&results, 5, "%s", text);
-        table_set(&results, 6, "%.0f%%", run_spread(result) * 100.0);
+        format_seconds(result->median_seconds, text, sizeof(text));
+        table_set(&results, 6, "%s", text);
+        table_set(&results, 7, "%.0f%%", run_spread(result) * 100.0);
         format_rate(per_second(result->flops, result->best_seconds) / 1e9, text,
                     sizeof(text));
-        table_set(&results, 7, "%s", text);
+        table_set(&results, 8, "%s", text);
         format_rate(per_second((double)result->bytes, result->best_seconds) /
                         1e9,
                     text, sizeof(text));
-        table_set(&results, 8, "%s", text);
-        table_set(&results, 9, "%.2g", result->max_rel_err);
-        table_set(&results, 10, "%s%s", result->passed ? "ok" : "FAIL",
+        table_set(&results, 9, "%s", text);
+        table_set(&results, 10, "%.2g", result->max_rel_err);
+        table_set(&results, 11, "%s%s", result->passed ? "ok" : "FAIL",
                   result->sampled ? " (sampled)" : "");
         if (result->record.provenance == LOCUS_PROVENANCE_NONE) {
-            table_set(&results, 11, "-");
             table_set(&results, 12, "-");
+            table_set(&results, 13, "-");
         } else {
             format_bytes(result->record.local_bytes, text, sizeof(text));
-            table_set(&results, 11, "%s", text);
-            format_bytes(result->record.remote_bytes, text, sizeof(text));
             table_set(&results, 12, "%s", text);
+            format_bytes(result->record.remote_bytes, text, sizeof(text));
+            table_set(&results, 13, "%s", text);
         }
-        table_set(&results, 13, "%s",
+        table_set(&results, 14, "%s",
                   locus_provenance_str(result->record.provenance));
     }
     table_print(&results, stdout, 0);
@@ -117,6 +145,7 @@ static void print_reference_rows(const bench_outcome *outcome)
     bool any = false;
     for (size_t i = 0; i < outcome->result_count; ++i) {
         const bench_result *result = &outcome->results[i];
+        const bench_reference *best = best_reference(result);
         for (size_t r = 0; r < result->reference_count; ++r) {
             const bench_reference *reference = &result->references[r];
             char text[64];
@@ -125,7 +154,10 @@ static void print_reference_rows(const bench_outcome *outcome)
             table_set(&rows, 0, "%s", result->op);
             table_set(&rows, 1, "%s", result->device);
             table_set(&rows, 2, "%s", result->shape);
-            table_set(&rows, 3, "%s", reference->name);
+            table_set(&rows, 3, "%s%s", reference->name,
+                      reference == best && result->reference_count > 1
+                          ? " (best)"
+                          : "");
             format_seconds(reference->seconds, text, sizeof(text));
             table_set(&rows, 4, "%s", text);
             format_rate(reference->gflops, text, sizeof(text));
@@ -141,9 +173,54 @@ static void print_reference_rows(const bench_outcome *outcome)
         printf("\n");
         table_print(&rows, stdout, 0);
         printf("ratio: the reference's time over ours (above 1: Locus is "
-               "faster), same inputs, same thread count\n");
+               "faster), same inputs, same thread count; (best): the "
+               "fastest, JSON's \"reference\" and \"ratio\"\n");
     }
     table_free(&rows);
+}
+
+/* The CPU BLAS libraries gemm was compared with, or why one was not:
+ * a figure is only worth its library's name and version. */
+static void print_blas_libraries(void)
+{
+    size_t count = 0;
+    const bench_blas_library *libraries = bench_blas_libraries_used(&count);
+    for (size_t i = 0; i < count; ++i) {
+        const bench_blas_library *library = &libraries[i];
+        if (library->found) {
+            printf("reference %s %s: %s (%s)\n", library->label,
+                   library->version, library->detail, library->path);
+        } else {
+            printf("reference %s: not found: %s\n", library->label,
+                   library->reason);
+        }
+    }
+}
+
+static void write_blas_libraries_json(json_writer *json)
+{
+    size_t count = 0;
+    const bench_blas_library *libraries = bench_blas_libraries_used(&count);
+    json_key(json, "reference_libraries");
+    json_begin_array(json);
+    for (size_t i = 0; i < count; ++i) {
+        const bench_blas_library *library = &libraries[i];
+        json_begin_object(json);
+        json_key(json, "name");
+        json_string(json, library->label);
+        json_key(json, "found");
+        json_bool(json, library->found);
+        json_key(json, "version");
+        json_string(json, library->version);
+        json_key(json, "detail");
+        json_string(json, library->detail);
+        json_key(json, "path");
+        json_string(json, library->path);
+        json_key(json, "reason");
+        json_string(json, library->reason);
+        json_end_object(json);
+    }
+    json_end_array(json);
 }
 
 /* What the columns mean, then what did not run and what failed. */
@@ -179,11 +256,13 @@ static void print_notes(const bench_request *request,
         }
         if (skip->status == LOCUS_ERROR_NOT_SUPPORTED) {
             if (same == 1) {
-                printf("not supported: %s %s on %s: %s\n", skip->op,
-                       skip->shape, skip->device, skip->reason);
+                printf("not offered: %s %s %s on %s: %s\n", skip->op,
+                       locus_dtype_str(request->settings.dtype), skip->shape,
+                       skip->device, skip->reason);
             } else {
-                printf("not supported: %s on %s (%zu sizes): %s\n", skip->op,
-                       skip->device, same, skip->reason);
+                printf("not offered: %s %s on %s (%zu sizes): %s\n", skip->op,
+                       locus_dtype_str(request->settings.dtype), skip->device,
+                       same, skip->reason);
             }
         }
         i += same;
@@ -205,9 +284,10 @@ void bench_print_table(const bench_request *request,
     if (outcome->result_count == 0) {
         printf("no results\n");
     } else {
-        print_result_rows(outcome);
+        print_result_rows(request, outcome);
         print_reference_rows(outcome);
     }
+    print_blas_libraries();
     print_notes(request, outcome);
 }
 
@@ -250,6 +330,8 @@ static void write_result_json(json_writer *json, const bench_request *request,
         json_uint(json, result->dim_values[i]);
     }
     json_end_object(json);
+    json_key(json, "dtype");
+    json_string(json, result_dtype(request, result));
     json_key(json, "algorithm");
     json_string(json, result->record.algorithm);
     if (request->op != BENCH_REDUCE) {
@@ -299,15 +381,16 @@ static void write_result_json(json_writer *json, const bench_request *request,
     json_key(json, "workspace_bytes");
     json_uint(json, result->record.workspace_bytes);
     /* The keys are part of the contract: null when nothing was measured. */
+    const bench_reference *best = best_reference(result);
     json_key(json, "reference");
-    if (result->reference_count > 0) {
-        write_reference_json(json, &result->references[0], NULL);
+    if (best != NULL) {
+        write_reference_json(json, best, NULL);
     } else {
         json_null(json);
     }
     json_key(json, "ratio");
-    if (result->reference_count > 0 && result->best_seconds > 0.0) {
-        json_double(json, reference_ratio(result, &result->references[0]));
+    if (best != NULL && result->best_seconds > 0.0) {
+        json_double(json, reference_ratio(result, best));
     } else {
         json_null(json);
     }
@@ -337,6 +420,7 @@ void bench_print_json(const bench_request *request,
         write_result_json(&json, request, &outcome->results[i]);
     }
     json_end_array(&json);
+    write_blas_libraries_json(&json);
     json_key(&json, "skipped");
     json_begin_array(&json);
     for (size_t i = 0; i < outcome->skip_count; ++i) {

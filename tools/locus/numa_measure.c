@@ -1,9 +1,12 @@
 /* `locus numa`: the measured matrices, through the public API only.
  *
- * Bandwidth: a buffer bound to node j (node:j placement, verified by page
- * query), summed by a reduce on node i's workers (the device cpu:numa=i):
- * the read rate Locus's own CPU ops get from that memory, with every
- * worker of the node reading.
+ * Bandwidth: a buffer bound to node j (node:j placement), read by one
+ * pinned thread on each worker core of node i (as many as the device
+ * cpu:numa=i has workers), read-only, by the routine `locus bench
+ * reduce` takes its "memory read bandwidth" from (bench_read_bandwidth.h),
+ * so both commands give one figure on one machine. The buffer outgrows
+ * the last-level cache BENCH_READ_CACHE_FACTOR times: a smaller one
+ * measures the cache, not the memory.
  *
  * Latency: this thread pinned to node i's cpus chases pointers through a
  * buffer bound to node j, one 64-byte slot after another in a random
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_read_bandwidth.h"
 #include "format.h"
 #include "numa.h"
 #include "progress.h"
@@ -98,28 +102,10 @@ static spread spread_of(double *samples, int count)
     return result;
 }
 
-/* Seconds of one reduce of the buffer on the device; negative on
- * failure. */
-static double reduce_seconds(locus_context *context, locus_device *device,
-                             locus_buffer *buffer, size_t bytes)
-{
-    locus_reduce_desc desc;
-    locus_reduce_desc_init(&desc);
-    desc.count = bytes / sizeof(float);
-    double sum;
-    locus_record record;
-    locus_record_init(&record);
-    if (locus_reduce(context, device, &desc, buffer, &sum, &record) !=
-        LOCUS_SUCCESS)
-        return -1;
-    /* The record's time is the op's, not the accounting after it. */
-    return record.seconds > 0 ? record.seconds : -1;
-}
-
-/* GB/s of `repeat` reduces after a warm-up. */
-static spread bandwidth(locus_context *context, locus_device *device,
-                        int memory_node, size_t bytes, int repeat, char *error,
-                        size_t capacity)
+/* GB/s of `repeat` reads after a warm-up, by the threads on cpus. */
+static spread bandwidth(locus_context *context, const int *cpus,
+                        size_t cpu_count, int memory_node, size_t bytes,
+                        int repeat, char *error, size_t capacity)
 {
     void *host = NULL;
     locus_buffer *buffer = buffer_on(context, memory_node, bytes, &host);
@@ -128,23 +114,23 @@ static spread bandwidth(locus_context *context, locus_device *device,
                  memory_node, locus_last_error());
         return failed;
     }
+    /* Written once, so every page is there before the reads. */
     float *values = host;
     for (size_t i = 0; i < bytes / sizeof(float); i++)
         values[i] = (float)(i & 7);
+    double seconds[NUMA_MAX_REPEAT], rates[NUMA_MAX_REPEAT];
+    bool ok = bench_read_measure(host, bytes, cpus, cpu_count, repeat, seconds);
     locus_buffer_unmap(buffer);
-    double rates[NUMA_MAX_REPEAT];
-    bool ok = reduce_seconds(context, device, buffer, bytes) > 0;
-    for (int run = 0; ok && run < repeat; run++) {
-        double seconds = reduce_seconds(context, device, buffer, bytes);
-        ok = seconds > 0;
-        rates[run] = (double)bytes / seconds / 1e9;
-    }
     locus_buffer_destroy(buffer);
     if (!ok) {
-        snprintf(error, capacity, "reduce on node %d memory: %s", memory_node,
-                 locus_last_error());
+        snprintf(error, capacity,
+                 "reading node %d memory: the reader threads could not be "
+                 "started or pinned",
+                 memory_node);
         return failed;
     }
+    for (int run = 0; run < repeat; run++)
+        rates[run] = (double)bytes / seconds[run] / 1e9;
     return spread_of(rates, repeat);
 }
 
@@ -229,45 +215,51 @@ static spread latency(locus_context *context, int memory_node, size_t bytes,
     return spread_of(samples, repeat);
 }
 
-/* Size of the last-level cache, to make the chase buffer outgrow it. */
-static size_t last_level_cache(void)
-{
-    size_t largest = 0;
-    for (int index = 0; index < 8; index++) {
-        char path[96], text[32];
-        snprintf(path, sizeof path,
-                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-        FILE *file = fopen(path, "r");
-        if (!file)
-            break;
-        if (fgets(text, sizeof text, file)) {
-            char *end;
-            size_t size = strtoull(text, &end, 10);
-            size *= *end == 'K' ? 1024 : *end == 'M' ? MIB : 1;
-            largest = size > largest ? size : largest;
-        }
-        fclose(file);
-    }
-    return largest;
-}
-
 /* Sizes from one small run on the first node: the default 64 MiB where
  * memory is fast, less where it is slow (an emulator), so the report takes
  * seconds either way. */
+/* The reader cpus of a node: as many as its device has workers, one per
+ * core. Returns their count; 0 when the node has no device. */
+static size_t node_readers(locus_context *context, size_t nodes,
+                           const locus_numa_node_info *node, int *cpus,
+                           int *threads)
+{
+    locus_device *device = node->cpu_count > 0
+                               ? device_of_node(context, nodes, node->os_index)
+                               : NULL;
+    locus_device_info info;
+    locus_device_info_init(&info);
+    if (!device || locus_device_get_info(device, &info) != LOCUS_SUCCESS)
+        return 0;
+    *threads = info.compute_units;
+    uint64_t mask =
+        nodes > 1 && node->os_index < 64 ? (uint64_t)1 << node->os_index : 0;
+    return bench_read_cpus(context, mask, info.compute_units, cpus,
+                           BENCH_READ_MAX_CPUS);
+}
+
+/* Sizes: the bandwidth buffer BENCH_READ_CACHE_FACTOR times the
+ * last-level cache, at least 64 MiB, so memory is measured and not the
+ * cache (a 300 MiB L3 holds all of 64 MiB); less where memory is slow (an
+ * emulator, timed on one small run), so the report takes seconds either
+ * way, but never under the cache's multiple. */
 static void choose_sizes(locus_context *context, const numa_options *options,
-                         numa_view *view, locus_device *first)
+                         numa_view *view, const int *cpus, size_t cpu_count)
 {
     size_t bytes = options->bytes;
     if (bytes == 0) {
-        bytes = 64 * MIB;
+        size_t floor = BENCH_READ_CACHE_FACTOR * bench_last_level_cache();
+        bytes = floor > 64 * MIB ? floor : 64 * MIB;
         char error[64];
-        double rate =
-            first ? bandwidth(context, first, view->nodes[0].info.os_index,
-                              4 * MIB, 1, error, sizeof error)
-                        .median
-                  : NAN;
+        double rate = cpu_count > 0 ? bandwidth(context, cpus, cpu_count,
+                                                view->nodes[0].info.os_index,
+                                                4 * MIB, 1, error, sizeof error)
+                                          .median
+                                    : NAN;
         if (rate > 0 && rate * 1e9 * TARGET_RUN_SECONDS < (double)bytes)
             bytes = (size_t)(rate * 1e9 * TARGET_RUN_SECONDS);
+        if (bytes < floor)
+            bytes = floor;
         if (bytes < 4 * MIB)
             bytes = 4 * MIB;
     }
@@ -275,7 +267,7 @@ static void choose_sizes(locus_context *context, const numa_options *options,
     size_t chase = options->latency_bytes;
     if (chase == 0) {
         chase = bytes;
-        size_t cache = last_level_cache();
+        size_t cache = bench_last_level_cache();
         if (options->bytes == 0 && bytes == 64 * MIB && 4 * cache > chase)
             chase = 4 * cache < 1024 * MIB ? 4 * cache : 1024 * MIB;
     }
@@ -290,11 +282,12 @@ bool numa_measure(locus_context *context, const numa_options *options,
                   numa_view *view)
 {
     size_t n = view->node_count;
-    locus_device *first = NULL;
-    for (size_t i = 0; i < n && !first; i++)
-        if (view->nodes[i].info.cpu_count > 0)
-            first = device_of_node(context, n, view->nodes[i].info.os_index);
-    choose_sizes(context, options, view, first);
+    int *cpus = xmalloc(BENCH_READ_MAX_CPUS * sizeof *cpus);
+    int threads = 0;
+    size_t first = 0;
+    for (size_t i = 0; i < n && first == 0; i++)
+        first = node_readers(context, n, &view->nodes[i].info, cpus, &threads);
+    choose_sizes(context, options, view, cpus, first);
     int repeat = options->repeat > 0 ? options->repeat : NUMA_DEFAULT_REPEAT;
     if (repeat > NUMA_MAX_REPEAT)
         repeat = NUMA_MAX_REPEAT;
@@ -310,22 +303,19 @@ bool numa_measure(locus_context *context, const numa_options *options,
     char error[256] = "";
     for (size_t i = 0; i < n; i++) {
         const locus_numa_node_info *reader = &view->nodes[i].info;
-        locus_device *device =
-            reader->cpu_count > 0 ? device_of_node(context, n, reader->os_index)
-                                  : NULL;
-        locus_device_info info;
-        locus_device_info_init(&info);
-        if (device && locus_device_get_info(device, &info) == LOCUS_SUCCESS)
-            view->threads_per_node[i] = info.compute_units;
+        threads = 0;
+        size_t readers = node_readers(context, n, reader, cpus, &threads);
+        if (readers > 0)
+            view->threads_per_node[i] = (int)readers;
         bool pinned = reader->cpu_count > 0 && pin_to(reader);
         for (size_t j = 0; j < n; j++) {
             int memory = view->nodes[j].info.os_index;
             progress_show("measuring threads on node %d, memory on node %d",
                           reader->os_index, memory);
-            spread rate = device ? bandwidth(context, device, memory,
-                                             view->bandwidth_bytes, repeat,
-                                             error, sizeof error)
-                                 : failed;
+            spread rate = readers > 0 ? bandwidth(context, cpus, readers,
+                                                  memory, view->bandwidth_bytes,
+                                                  repeat, error, sizeof error)
+                                      : failed;
             spread load = pinned && next
                               ? latency(context, memory, view->latency_bytes,
                                         next, repeat, error, sizeof error)
@@ -342,6 +332,7 @@ bool numa_measure(locus_context *context, const numa_options *options,
     if (restore)
         sched_setaffinity(0, sizeof original, &original);
     free(next);
+    free(cpus);
     snprintf(view->measure_error, sizeof view->measure_error, "%s", error);
     return true;
 }
