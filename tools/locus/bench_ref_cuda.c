@@ -1,5 +1,7 @@
-/* The references of a CUDA device: CUB DeviceReduce and a raw kernel
- * launch (reduce), cuBLAS SGEMM (gemm), cuDNN forward (conv), from the
+/* The references of a CUDA device, in the bench's dtype: CUB
+ * DeviceReduce (f32, f64) and a raw kernel launch (reduce), cuBLAS SGEMM,
+ * DGEMM or GemmEx bf16/f16 with an f32 C (gemm), cuDNN forward (conv, f32
+ * and f64), from the
  * modules of tools/locus/bench_cuda, loaded with dlopen on first use from
  * $LOCUS_BENCH_CUDA_PATH, the folder of the `locus` executable (the build
  * tree), then the install folder. A module that is absent or fails to load
@@ -74,9 +76,30 @@ static void load_modules(void)
     }
 }
 
-static void note_failure(const char *what, const char *error)
+/* A module's result: the reference added, or why not. A dtype the
+ * module does not offer is no failure: the reference is just absent. */
+static void take(int code, bench_result *result, const char *what,
+                 double seconds, const char *error)
 {
-    fprintf(stderr, "locus bench: reference %s failed: %s\n", what, error);
+    if (code == 0)
+        bench_add_reference(result, what, seconds);
+    else if (code != LOCUS_BENCH_CUDA_NOT_OFFERED)
+        fprintf(stderr, "locus bench: reference %s failed: %s\n", what, error);
+}
+
+static const char *gemm_label(locus_dtype dtype, int tf32)
+{
+    switch (dtype) {
+    case LOCUS_DTYPE_F64:
+        return "cublas dgemm";
+    case LOCUS_DTYPE_BF16:
+        return "cublas gemmex bf16 (f32 out)";
+    case LOCUS_DTYPE_F16:
+        return "cublas gemmex f16 (f32 out)";
+    case LOCUS_DTYPE_F32:
+        break;
+    }
+    return tf32 ? "cublas sgemm tf32" : "cublas sgemm fp32";
 }
 
 void bench_reference_cuda(const bench_reference_input *input,
@@ -86,6 +109,9 @@ void bench_reference_cuda(const bench_reference_input *input,
         load_modules();
     const bench_shape *shape = input->shape;
     const int repeat = input->settings->repeat;
+    const locus_dtype dtype = input->settings->dtype;
+    const int tf32 =
+        input->settings->math == LOCUS_MATH_TF32 && dtype == LOCUS_DTYPE_F32;
     const uint64_t seed = 12345;
     char error[512] = "", name[64] = "";
     double seconds = 0.0;
@@ -95,34 +121,23 @@ void bench_reference_cuda(const bench_reference_input *input,
             continue;
         switch (shape->op) {
         case BENCH_REDUCE:
-            if (t->reduce != NULL) {
-                if (t->reduce(shape->u.reduce.count, seed, repeat, &seconds,
-                              error, sizeof error) == 0)
-                    bench_add_reference(result, "cub DeviceReduce::Sum",
-                                        seconds);
-                else
-                    note_failure("cub DeviceReduce::Sum", error);
-            }
-            if (t->launch != NULL) {
-                if (t->launch(repeat, &seconds, error, sizeof error) == 0)
-                    bench_add_reference(result, "raw kernel launch + sync",
-                                        seconds);
-                else
-                    note_failure("raw kernel launch", error);
-            }
+            if (t->reduce != NULL)
+                take(t->reduce(shape->u.reduce.count, (int)dtype, seed, repeat,
+                               &seconds, error, sizeof error),
+                     result,
+                     dtype == LOCUS_DTYPE_F64 ? "cub DeviceReduce::Sum f64"
+                                              : "cub DeviceReduce::Sum",
+                     seconds, error);
+            if (t->launch != NULL)
+                take(t->launch(repeat, &seconds, error, sizeof error), result,
+                     "raw kernel launch + sync", seconds, error);
             break;
         case BENCH_GEMM:
-            if (t->gemm != NULL) {
-                const int tf32 = input->settings->math == LOCUS_MATH_TF32;
-                const char *label =
-                    tf32 ? "cublas sgemm tf32" : "cublas sgemm fp32";
-                if (t->gemm(shape->u.gemm.m, shape->u.gemm.n, shape->u.gemm.k,
-                            tf32, seed, repeat, &seconds, error,
-                            sizeof error) == 0)
-                    bench_add_reference(result, label, seconds);
-                else
-                    note_failure(label, error);
-            }
+            if (t->gemm != NULL)
+                take(t->gemm(shape->u.gemm.m, shape->u.gemm.n, shape->u.gemm.k,
+                             (int)dtype, tf32, seed, repeat, &seconds, error,
+                             sizeof error),
+                     result, gemm_label(dtype, tf32), seconds, error);
             break;
         case BENCH_CONV:
             if (t->conv != NULL) {
@@ -132,16 +147,17 @@ void bench_reference_cuda(const bench_reference_input *input,
                     c->width,        c->filters,  c->kernel_height,
                     c->kernel_width, c->stride,   c->pad,
                 };
-                const int tf32 = input->settings->math == LOCUS_MATH_TF32;
-                if (t->conv(&cv, tf32, seed, repeat, &seconds, name,
-                            sizeof name, error, sizeof error) == 0) {
-                    char label[64];
-                    snprintf(label, sizeof label, "cudnn %s %.24s",
-                             tf32 ? "tf32" : "fp32", name);
-                    bench_add_reference(result, label, seconds);
-                } else {
-                    note_failure("cudnn forward", error);
-                }
+                int code =
+                    t->conv(&cv, (int)dtype, tf32, seed, repeat, &seconds, name,
+                            sizeof name, error, sizeof error);
+                char label[64];
+                snprintf(label, sizeof label, "cudnn %s %.24s",
+                         dtype == LOCUS_DTYPE_F64 ? "f64"
+                         : tf32                   ? "tf32"
+                                                  : "fp32",
+                         name);
+                take(code, result, code == 0 ? label : "cudnn forward", seconds,
+                     error);
             }
             break;
         }

@@ -8,7 +8,12 @@
  * reproducible pseudo-random values in [-1, 1) from the seed, runs one
  * warm-up, then `repeat` timed runs (CUDA events), and returns the best
  * time in seconds. Entries a module does not offer are NULL. On failure an
- * entry returns nonzero with the reason in error. */
+ * entry returns 1 with the reason in error; for a dtype it does not offer,
+ * LOCUS_BENCH_CUDA_NOT_OFFERED.
+ *
+ * dtype is locus_dtype's value (locus.h; this header does not include
+ * it): f32 and f64 hold every operand; bf16 and f16 are gemm inputs with
+ * an f32 output and f32 accumulation, as Locus defines them. */
 #ifndef LOCUS_BENCH_CUDA_API_H
 #define LOCUS_BENCH_CUDA_API_H
 
@@ -19,7 +24,15 @@
 extern "C" {
 #endif
 
-#define LOCUS_BENCH_CUDA_ABI 1
+/* 2: the entries take a dtype. */
+#define LOCUS_BENCH_CUDA_ABI 2
+#define LOCUS_BENCH_CUDA_NOT_OFFERED 2
+enum {
+    LOCUS_BENCH_CUDA_F32 = 1,
+    LOCUS_BENCH_CUDA_F64 = 2,
+    LOCUS_BENCH_CUDA_BF16 = 3,
+    LOCUS_BENCH_CUDA_F16 = 4,
+};
 #define LOCUS_BENCH_CUDA_ENTRY "locus_bench_cuda_entry"
 
 /* N, C, H, W, K, R, S, stride, pad, as `locus bench conv --size`. */
@@ -31,16 +44,19 @@ typedef struct locus_bench_cuda_conv {
 typedef struct locus_bench_cuda {
     int abi; /* LOCUS_BENCH_CUDA_ABI */
     const char *library;
-    /* f32 sum of count elements. */
-    int (*reduce)(size_t count, uint64_t seed, int repeat, double *seconds,
-                  char *error, size_t error_size);
-    /* C = A B, row-major m x k times k x n, beta 0; tf32: tensor cores. */
-    int (*gemm)(size_t m, size_t n, size_t k, int tf32, uint64_t seed,
-                int repeat, double *seconds, char *error, size_t error_size);
-    /* Forward convolution, NCHW/KCRS f32; name gets the algorithm used. */
-    int (*conv)(const locus_bench_cuda_conv *shape, int tf32, uint64_t seed,
-                int repeat, double *seconds, char *name, size_t name_size,
-                char *error, size_t error_size);
+    /* Sum of count elements in dtype (f32 or f64). */
+    int (*reduce)(size_t count, int dtype, uint64_t seed, int repeat,
+                  double *seconds, char *error, size_t error_size);
+    /* C = A B, row-major m x k times k x n, beta 0; tf32: tensor cores
+     * (f32 only). */
+    int (*gemm)(size_t m, size_t n, size_t k, int dtype, int tf32,
+                uint64_t seed, int repeat, double *seconds, char *error,
+                size_t error_size);
+    /* Forward convolution, NCHW/KCRS in dtype; name gets the algorithm
+     * used. */
+    int (*conv)(const locus_bench_cuda_conv *shape, int dtype, int tf32,
+                uint64_t seed, int repeat, double *seconds, char *name,
+                size_t name_size, char *error, size_t error_size);
     /* An empty kernel launch plus stream synchronize. */
     int (*launch)(int repeat, double *seconds, char *error, size_t error_size);
 } locus_bench_cuda;

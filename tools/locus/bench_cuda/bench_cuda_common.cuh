@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "bench_cuda_api.h"
@@ -37,8 +39,26 @@ inline int fail(char *error, size_t size, const char *format, ...)
         }                                                                      \
     } while (0)
 
+/* A value in [-1, 1) in each element type. */
+__device__ inline void store(float *x, double v)
+{
+    *x = (float)v;
+}
+__device__ inline void store(double *x, double v)
+{
+    *x = v;
+}
+__device__ inline void store(__nv_bfloat16 *x, double v)
+{
+    *x = __float2bfloat16((float)v);
+}
+__device__ inline void store(__half *x, double v)
+{
+    *x = __float2half((float)v);
+}
+
 /* splitmix64 of (seed, index), mapped to [-1, 1). */
-__global__ void fill_kernel(float *x, size_t count, uint64_t seed)
+template <class T> __global__ void fill_kernel(T *x, size_t count, uint64_t seed)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -46,16 +66,17 @@ __global__ void fill_kernel(float *x, size_t count, uint64_t seed)
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         z ^= z >> 31;
-        x[i] = (float)((double)(z >> 11) * 0x1p-52 - 1.0);
+        store(&x[i], (double)(z >> 11) * 0x1p-52 - 1.0);
     }
 }
 
-inline cudaError_t random_buffer(float **x, size_t count, uint64_t seed)
+template <class T>
+inline cudaError_t random_buffer(T **x, size_t count, uint64_t seed)
 {
-    cudaError_t err = cudaMalloc(x, count * sizeof(float));
+    cudaError_t err = cudaMalloc(x, count * sizeof(T));
     if (err != cudaSuccess)
         return err;
-    fill_kernel<<<1024, 256>>>(*x, count, seed);
+    fill_kernel<T><<<1024, 256>>>(*x, count, seed);
     return cudaDeviceSynchronize();
 }
 
@@ -83,6 +104,15 @@ cudaError_t time_best(Work work, int repeat, double *seconds)
     }
     *seconds = best;
     return err;
+}
+
+/* A dtype's message for the entries that do not offer it. */
+inline int not_offered(char *error, size_t size, const char *what, int dtype)
+{
+    static const char *const names[] = {"?", "f32", "f64", "bf16", "f16"};
+    fail(error, size, "%s in %s is not offered", what,
+         dtype >= 1 && dtype <= 4 ? names[dtype] : "an unknown dtype");
+    return LOCUS_BENCH_CUDA_NOT_OFFERED;
 }
 
 } // namespace bench_cuda

@@ -2,7 +2,8 @@
  * with the fastest algorithm cudnnFindConvolutionForwardAlgorithm measures
  * for the shape (whatever its workspace), then timed on its own. FP32 uses
  * CUDNN_FMA_MATH (no TF32 tensor cores, FP32 semantics as Locus's fp32);
- * --math tf32 allows tensor cores (CUDNN_TENSOR_OP_MATH). */
+ * --math tf32 allows tensor cores (CUDNN_TENSOR_OP_MATH). --dtype f64:
+ * double tensors and compute type. */
 #include <cudnn.h>
 
 #include "bench_cuda_common.cuh"
@@ -44,21 +45,23 @@ const char *algorithm_name(cudnnConvolutionFwdAlgo_t algorithm)
         }                                                                      \
     } while (0)
 
-int conv(const locus_bench_cuda_conv *t, int tf32, uint64_t seed, int repeat,
-         double *seconds, char *name, size_t name_size, char *error,
-         size_t error_size)
+template <class T>
+int conv_in(const locus_bench_cuda_conv *t, cudnnDataType_t type, int tf32,
+            uint64_t seed, int repeat, double *seconds, char *name,
+            size_t name_size, char *error, size_t error_size)
 {
     cudnnHandle_t handle = nullptr;
     cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
     cudnnFilterDescriptor_t w_desc = nullptr;
     cudnnConvolutionDescriptor_t conv_desc = nullptr;
-    float *x = nullptr, *w = nullptr, *y = nullptr;
+    T *x = nullptr, *w = nullptr, *y = nullptr;
     void *workspace = nullptr;
     int n = 0, k = 0, p = 0, q = 0, returned = 0;
     cudnnConvolutionFwdAlgoPerf_t perf[16];
     cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
     size_t workspace_bytes = 0;
-    const float alpha = 1.0f, beta = 0.0f;
+    /* cuDNN's scaling factors are doubles for double data, else floats. */
+    const T alpha = 1, beta = 0;
     if (error_size > 0)
         error[0] = '\0';
     CUDNN_TRY(cudnnCreate(&handle));
@@ -67,26 +70,29 @@ int conv(const locus_bench_cuda_conv *t, int tf32, uint64_t seed, int repeat,
     CUDNN_TRY(cudnnCreateFilterDescriptor(&w_desc));
     CUDNN_TRY(cudnnCreateConvolutionDescriptor(&conv_desc));
     CUDNN_TRY(cudnnSetTensor4dDescriptor(
-        x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)t->batch,
+        x_desc, CUDNN_TENSOR_NCHW, type, (int)t->batch,
         (int)t->channels, (int)t->height, (int)t->width));
     CUDNN_TRY(cudnnSetFilter4dDescriptor(
-        w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)t->filters,
+        w_desc, type, CUDNN_TENSOR_NCHW, (int)t->filters,
         (int)t->channels, (int)t->kernel_h, (int)t->kernel_w));
     CUDNN_TRY(cudnnSetConvolution2dDescriptor(
         conv_desc, (int)t->pad, (int)t->pad, (int)t->stride, (int)t->stride, 1,
-        1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    CUDNN_TRY(cudnnSetConvolutionMathType(conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH
-                                                          : CUDNN_FMA_MATH));
+        1, CUDNN_CROSS_CORRELATION, type));
+    CUDNN_TRY(cudnnSetConvolutionMathType(
+        conv_desc, type == CUDNN_DATA_DOUBLE ? CUDNN_DEFAULT_MATH
+                   : tf32                    ? CUDNN_TENSOR_OP_MATH
+                                             : CUDNN_FMA_MATH));
     CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(conv_desc, x_desc, w_desc,
                                                     &n, &k, &p, &q));
     CUDNN_TRY(cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NCHW,
-                                         CUDNN_DATA_FLOAT, n, k, p, q));
+                                         type, n, k, p, q));
     BENCH_CUDA_TRY(bench_cuda::random_buffer(
         &x, t->batch * t->channels * t->height * t->width, seed));
     BENCH_CUDA_TRY(bench_cuda::random_buffer(
         &w, t->filters * t->channels * t->kernel_h * t->kernel_w, seed + 1));
     BENCH_CUDA_TRY(
-        cudaMalloc(&y, (size_t)n * (size_t)k * (size_t)p * (size_t)q * 4));
+        cudaMalloc(&y, (size_t)n * (size_t)k * (size_t)p * (size_t)q *
+                           sizeof(T)));
     CUDNN_TRY(cudnnFindConvolutionForwardAlgorithm(
         handle, x_desc, w_desc, conv_desc, y_desc, 16, &returned, perf));
     for (int i = 0; i < returned; i++)
@@ -124,6 +130,22 @@ cleanup:
     if (handle != nullptr)
         cudnnDestroy(handle);
     return failed;
+}
+
+/* f32 and f64 (double data, double compute, where cuDNN has algorithms
+ * for it). Not the 16-bit types: Locus's have an f32 output, which
+ * cuDNN's forward convolution does not take with 16-bit inputs. */
+int conv(const locus_bench_cuda_conv *t, int dtype, int tf32, uint64_t seed,
+         int repeat, double *seconds, char *name, size_t name_size,
+         char *error, size_t error_size)
+{
+    if (dtype == LOCUS_BENCH_CUDA_F64)
+        return conv_in<double>(t, CUDNN_DATA_DOUBLE, 0, seed, repeat, seconds,
+                               name, name_size, error, error_size);
+    if (dtype == LOCUS_BENCH_CUDA_F32)
+        return conv_in<float>(t, CUDNN_DATA_FLOAT, tf32, seed, repeat,
+                              seconds, name, name_size, error, error_size);
+    return bench_cuda::not_offered(error, error_size, "cudnn conv", dtype);
 }
 
 const locus_bench_cuda table = {
