@@ -176,19 +176,29 @@ locus_status locus__gemm_check_alias(const locus_buffer *a,
                                      const locus_buffer *c);
 
 /* The BLAS rules' special cases of a checked gemm descriptor, on alpha and
- * beta as the f32 op rounds them (an alpha that rounds to 0 is sgemm's
- * alpha = 0). Nothing to do: m or n is 0, or C = 1 * C (alpha or k 0 and
- * beta 1); nothing is read or written. Only C = beta * C: alpha or k is 0;
- * A and B are not read. The GPU backends test the same. */
+ * beta as the op computes with them (locus__gemm_scalar: an alpha that
+ * rounds to 0 in f32 is sgemm's alpha = 0, not dgemm's). Nothing to do: m or n
+ * is 0, or C = 1 * C (alpha or k 0 and beta 1); nothing is read or written.
+ * Only C = beta * C: alpha or k is 0; A and B are not read. The GPU backends
+ * test the same. */
+/* alpha or beta as the op computes with it: rounded to f32 for the f32
+ * and half types, the double itself for f64. */
+static inline double locus__gemm_scalar(const locus_gemm_desc *desc,
+                                        double value)
+{
+    return desc->dtype == LOCUS_DTYPE_F64 ? value : (double)(float)value;
+}
+
 static inline bool locus__gemm_only_scales(const locus_gemm_desc *desc)
 {
-    return (float)desc->alpha == 0.0f || desc->k == 0;
+    return locus__gemm_scalar(desc, desc->alpha) == 0.0 || desc->k == 0;
 }
 
 static inline bool locus__gemm_does_nothing(const locus_gemm_desc *desc)
 {
     return desc->m == 0 || desc->n == 0 ||
-           (locus__gemm_only_scales(desc) && (float)desc->beta == 1.0f);
+           (locus__gemm_only_scales(desc) &&
+            locus__gemm_scalar(desc, desc->beta) == 1.0);
 }
 
 /* The detail of a locus_last_error() text without its "<status message>: "
