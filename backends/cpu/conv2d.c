@@ -22,6 +22,11 @@
  * as im2col or faster on every such layer of the set (docs/PERFORMANCE.md);
  * it is picked there when its workspace is smaller than im2col's, and
  * im2col otherwise (1x1 layers, which im2col reads in place).
+ *
+ * f64 has im2col alone (the f64 DGEMM's tile, conv_gemm.h): `auto` takes
+ * it, and MEC or the implicit GEMM asked for by name in f64 is
+ * LOCUS_ERROR_NOT_SUPPORTED (offers says 0 for them, so the scheduler never
+ * picks them).
  */
 #include "conv2d.h"
 #include "conv_implicit.h"
@@ -50,14 +55,24 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
     const locus__cpu_state *s = state;
     const locus_services *services = s->services;
 
-    locus_status status = locus__cpu_check_dtype(s, "conv2d", desc->dtype);
-    if (status != LOCUS_SUCCESS)
-        return status;
+    int f64 = desc->dtype == LOCUS_DTYPE_F64;
+    if (!f64) {
+        locus_status status = locus__cpu_check_dtype(s, "conv2d", desc->dtype);
+        if (status != LOCUS_SUCCESS)
+            return status;
+    }
     switch (desc->algorithm) {
     case LOCUS_CONV_AUTO:
     case LOCUS_CONV_IM2COL:
+        break;
     case LOCUS_CONV_MEC:
     case LOCUS_CONV_IMPLICIT_GEMM:
+        if (f64)
+            return services->fail(
+                LOCUS_ERROR_NOT_SUPPORTED,
+                "conv2d algorithm %s is f32-only on the cpu (f64 has im2col "
+                "and auto)",
+                desc->algorithm == LOCUS_CONV_MEC ? "mec" : "implicit");
         break;
     case LOCUS_CONV_WINOGRAD:
         return services->fail(LOCUS_ERROR_NOT_SUPPORTED,
@@ -105,12 +120,16 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
             },
         .batch = desc->batch,
         .out_channels = desc->out_channels,
-        .input = input,
-        .filter = filter,
-        .output = output,
+        .input = f64 ? NULL : input,
+        .filter = f64 ? NULL : filter,
+        .output = f64 ? NULL : output,
+        .dtype = desc->dtype,
+        .input_f64 = f64 ? input : NULL,
+        .filter_f64 = f64 ? filter : NULL,
+        .output_f64 = f64 ? output : NULL,
         .op = op,
     };
-    status =
+    locus_status status =
         locus__cpu_device_workers(s, device, &problem.node, &problem.workers);
     if (status != LOCUS_SUCCESS)
         return status;
@@ -126,7 +145,7 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
 
     locus_conv_algorithm algorithm = desc->algorithm;
     if (algorithm == LOCUS_CONV_AUTO)
-        algorithm = choose(&problem);
+        algorithm = f64 ? LOCUS_CONV_IM2COL : choose(&problem);
     if (algorithm == LOCUS_CONV_IMPLICIT_GEMM) {
         locus__cpu_set_algorithm(op, "implicit");
         return locus__cpu_conv2d_implicit(&problem);

@@ -16,9 +16,14 @@ typedef struct locus__conv_problem {
     int workers; /* its size */
     locus__conv_shape shape;
     size_t batch, out_channels; /* N, K */
-    const float *input;         /* N x C x H x W */
-    const float *filter;        /* K x C x R x S */
-    float *output;              /* N x K x P x Q */
+    /* f32 (only im2col has an f64 path): */
+    const float *input;  /* N x C x H x W */
+    const float *filter; /* K x C x R x S */
+    float *output;       /* N x K x P x Q */
+    /* dtype f64: the same, in doubles, the three above NULL. */
+    locus_dtype dtype;
+    const double *input_f64, *filter_f64;
+    double *output_f64;
     locus_op_context *op;
 } locus__conv_problem;
 
@@ -39,8 +44,9 @@ static inline int locus__conv_is_tiny(const locus__conv_problem *problem)
 int locus__cpu_im2col_workspace(const locus__conv_problem *problem,
                                 size_t *bytes);
 
-/* Runs im2col + GEMM over the device's workers and sets the record's
- * workspace_bytes to what it allocated. */
+/* Runs im2col + GEMM over the device's workers, in the problem's dtype
+ * (f32 or f64), and sets the record's workspace_bytes to what it
+ * allocated. */
 locus_status locus__cpu_conv2d_im2col(const locus__conv_problem *problem);
 
 /* Reports the input rows that output positions [j0, j1) of one image read
@@ -48,6 +54,10 @@ locus_status locus__cpu_conv2d_im2col(const locus__conv_problem *problem);
  * op's local/remote split. */
 void locus__cpu_conv_account_rows(const locus__conv_problem *problem,
                                   const float *image, size_t j0, size_t j1);
+/* The same for an image of elements of elem_size bytes. */
+void locus__cpu_conv_account_rows_of(const locus__conv_problem *problem,
+                                     const void *image, size_t elem_size,
+                                     size_t j0, size_t j1);
 
 /* a * b into *out; 0 when it overflows. */
 int locus__cpu_mul_size(size_t a, size_t b, size_t *out);

@@ -60,3 +60,34 @@ void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa,
     product(isa, blocks, m, n, k, a, lda, b, 0, b_rows, b_cols, c, ldc,
             scratch);
 }
+
+size_t locus__cpu_conv_dgemm_scratch_doubles(locus__conv_gemm_blocks blocks,
+                                             size_t m, size_t n, size_t k)
+{
+    return locus__cpu_dgemm_scratch_doubles(tile_blocks(blocks), m, n, k);
+}
+
+void locus__cpu_conv_dgemm(const locus__cpu_isa *isa,
+                           locus__conv_gemm_blocks blocks, size_t m, size_t n,
+                           size_t k, const double *a, size_t lda,
+                           const double *b, size_t ldb, double *c, size_t ldc,
+                           double *scratch)
+{
+    locus__dgemm g = {
+        .trans_a = LOCUS_NO_TRANS,
+        .trans_b = LOCUS_NO_TRANS,
+        .m = m,
+        .n = n,
+        .k = k,
+        .alpha = 1.0,
+        .beta = 0.0,
+        .a = a,
+        .lda = lda,
+        .b = b,
+        .ldb = ldb,
+        .c = c,
+        .ldc = ldc,
+        .isa = locus__dgemm_isa_for(isa),
+    };
+    locus__cpu_dgemm_tile(&g, tile_blocks(blocks), 0, m, 0, n, scratch);
+}

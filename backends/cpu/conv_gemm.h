@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "dgemm.h"
 #include "isa.h"
 
 /* The product's cache blocks: fast (im2col) or compact (MEC, whose point
@@ -44,5 +45,15 @@ void locus__cpu_conv_gemm_indexed(const locus__cpu_isa *isa,
                                   size_t lda, const float *b,
                                   const size_t *b_rows, const size_t *b_cols,
                                   float *c, size_t ldc, float *scratch);
+
+/* The same product in f64: scratch of
+ * locus__cpu_conv_dgemm_scratch_doubles(blocks, m', n', k) doubles. */
+size_t locus__cpu_conv_dgemm_scratch_doubles(locus__conv_gemm_blocks blocks,
+                                             size_t m, size_t n, size_t k);
+void locus__cpu_conv_dgemm(const locus__cpu_isa *isa,
+                           locus__conv_gemm_blocks blocks, size_t m, size_t n,
+                           size_t k, const double *a, size_t lda,
+                           const double *b, size_t ldb, double *c, size_t ldc,
+                           double *scratch);
 
 #endif

@@ -322,7 +322,8 @@ static void cpu_nominal_rates(void *state, size_t device,
 }
 
 /* Every op in f32; conv2d by im2col, MEC and the implicit GEMM (auto
- * picks among them), not Winograd. In f64: gemm and reduce. */
+ * picks among them), not Winograd. In f64: gemm and reduce, and conv2d
+ * by im2col (auto takes it; MEC and the implicit GEMM are f32-only). */
 static int cpu_offers(void *state, size_t device, locus_op_kind op,
                       int algorithm, locus_dtype dtype)
 {
@@ -330,6 +331,8 @@ static int cpu_offers(void *state, size_t device, locus_op_kind op,
     if (dtype == LOCUS_DTYPE_F64 &&
         (op == LOCUS_OP_GEMM || op == LOCUS_OP_REDUCE))
         return 1;
+    if (dtype == LOCUS_DTYPE_F64 && op == LOCUS_OP_CONV2D)
+        return algorithm == LOCUS_CONV_AUTO || algorithm == LOCUS_CONV_IM2COL;
     if ((dtype == LOCUS_DTYPE_BF16 || dtype == LOCUS_DTYPE_F16) &&
         op == LOCUS_OP_GEMM)
         return 1; /* A and B in the half type, C f32 (gemm_half.c) */

@@ -380,6 +380,13 @@ locus_status locus__gemm_run(const locus__cpu_state *s, size_t device,
     locus__cpu_set_algorithm(op, kind->kernel_name);
     if (g->m == 0 || g->n == 0)
         return LOCUS_SUCCESS;
+    /* The runtime hands NULL for A and B only to a product that reads
+     * neither (locus__gemm_view's reads_ab, in the dtype's precision). */
+    if (g->reads_ab && (!g->a || !g->b))
+        return services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                              "gemm given no a or b for a product that reads "
+                              "them (m %zu, n %zu, k %zu)",
+                              g->m, g->n, g->k);
     int tiny = 2.0 * (double)g->m * (double)g->n * (double)g->k <
                LOCUS__CPU_INLINE_FLOPS;
     if (!g->reads_ab)

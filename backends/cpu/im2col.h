@@ -20,5 +20,9 @@ typedef struct locus__conv_shape {
 void locus__cpu_im2col(const locus__conv_shape *shape, const float *image,
                        size_t col_begin, size_t col_end, float *col,
                        size_t ldcol);
+/* The same in f64. */
+void locus__cpu_im2col_f64(const locus__conv_shape *shape, const double *image,
+                           size_t col_begin, size_t col_end, double *col,
+                           size_t ldcol);
 
 #endif
