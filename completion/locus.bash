@@ -44,9 +44,8 @@ _locus_options() {
 
 # _locus_devices LOCUS BENCH: the device selectors (BENCH 1: with "all").
 _locus_devices() {
-    local locus=$1 key
-    key="$1"
-    if [[ $key != "${_locus_devices_key-}" ||
+    local locus=$1
+    if [[ $locus != "${_locus_devices_key-}" ||
         $((SECONDS - ${_locus_devices_time:-0})) -ge 60 ]]; then
         local json
         json=$("$locus" info --json 2>/dev/null)
@@ -56,12 +55,12 @@ _locus_devices() {
             printf '%s\n' "$json" | sed -n '/"nodes": \[/,/^  \]/p' |
                 grep -o '"id": *[0-9]*' | sed 's/.*: *\([0-9]*\)/cpu:numa=\1/'
         )
-        _locus_devices_key=$key
+        _locus_devices_key=$locus
         _locus_devices_time=$SECONDS
     fi
     # Each once: a synthetic topology's cpu:numa=N are devices as well.
     {
-        printf '%s\n' auto $_locus_devices_list
+        printf '%s\n' auto "$_locus_devices_list"
         [[ $2 == 1 ]] && printf '%s\n' all
     } | awk '!seen[$0]++'
 }

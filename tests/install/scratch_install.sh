@@ -5,6 +5,7 @@
 #   lib      its libdir
 # and fail(). The caller sets build, prefix and libdir first.
 # shellcheck shell=sh
+# shellcheck disable=SC2154,SC2034 # build, prefix, libdir: the caller's; user_ld_library_path: for it
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 scratch=$(mktemp -d /tmp/locus-install-XXXXXX)
