@@ -446,12 +446,20 @@ static void opencl_nominal_rates(void *opaque, size_t index,
 /* Every op and conv2d algorithm, in f32. Which kernels a device gets
  * (the CPU variants have no implicit GEMM) is known only once its
  * program is built, so that refusal stays with the op, which then moves
- * on to another device; so do shapes past the kernels' limits. */
+ * on to another device; so do shapes past the kernels' limits. In f64,
+ * on devices with cl_khr_fp64 (probe time): reduce, gemm, and conv2d by
+ * im2col (auto takes it); nothing on the others. */
 static int opencl_offers(void *opaque, size_t index, locus_op_kind op,
                          int algorithm, locus_dtype dtype)
 {
-    (void)opaque, (void)index, (void)op, (void)algorithm;
-    return dtype == LOCUS_DTYPE_F32;
+    const opencl_state *state = opaque;
+    if (dtype == LOCUS_DTYPE_F32)
+        return 1;
+    if (dtype != LOCUS_DTYPE_F64 || state == NULL || index >= state->count ||
+        !state->devices[index].has_fp64)
+        return 0;
+    return op != LOCUS_OP_CONV2D || algorithm == LOCUS_CONV_AUTO ||
+           algorithm == LOCUS_CONV_IM2COL;
 }
 
 static const locus_backend opencl_backend = {

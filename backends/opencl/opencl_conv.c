@@ -156,11 +156,29 @@ locus_status locus__opencl_conv_workspace(const opencl_conv_run *run,
 static locus_status shape_of(const opencl_state *state, size_t index,
                              const locus_conv2d_desc *d, opencl_conv_shape *s)
 {
-    if (d->dtype != LOCUS_DTYPE_F32)
+    if (d->dtype != LOCUS_DTYPE_F32 && d->dtype != LOCUS_DTYPE_F64)
         return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
                                      "conv2d dtype %d is not implemented on "
                                      "opencl:%zu",
                                      (int)d->dtype, index);
+    /* f64: im2col only (its lowering and the f64 GEMM); the other
+     * algorithms' kernels are f32 (opencl_offers says so). */
+    if (d->dtype == LOCUS_DTYPE_F64 &&
+        (d->algorithm == LOCUS_CONV_MEC ||
+         d->algorithm == LOCUS_CONV_IMPLICIT_GEMM ||
+         d->algorithm == LOCUS_CONV_WINOGRAD))
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "conv2d algorithm %s is not offered in f64 on opencl:%zu (im2col "
+            "and auto are)",
+            locus_conv_algorithm_ran(d->algorithm), index);
+    if (d->dtype == LOCUS_DTYPE_F64 &&
+        (d->math == LOCUS_MATH_TF32 || d->math == LOCUS_MATH_3XTF32))
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "opencl:%zu conv2d: math mode %s is f32-only; f64 takes fp32 "
+            "(the default)",
+            index, d->math == LOCUS_MATH_TF32 ? "tf32" : "3xtf32");
     if (d->batch == 0 || d->in_channels == 0 || d->out_channels == 0 ||
         d->kernel_height == 0 || d->kernel_width == 0 || d->stride_h == 0 ||
         d->stride_w == 0 || d->in_height + 2 * d->pad_h < d->kernel_height ||
@@ -264,6 +282,7 @@ locus_status locus__opencl_conv2d(void *opaque, size_t index,
         .filter = (cl_mem)(uintptr_t)filter,
         .output = (cl_mem)output,
         .math = desc->math,
+        .f64 = desc->dtype == LOCUS_DTYPE_F64,
     };
     locus_status status = shape_of(state, index, desc, &run.sh);
     if (status != LOCUS_SUCCESS)
@@ -281,11 +300,15 @@ locus_status locus__opencl_conv2d(void *opaque, size_t index,
         if (status != LOCUS_SUCCESS)
             return status;
     }
-    status = locus__opencl_op_begin(state, index, &run.device);
+    status = run.f64 ? locus__opencl_f64_begin(state, index, &run.device)
+                     : locus__opencl_op_begin(state, index, &run.device);
     if (status != LOCUS_SUCCESS)
         return status;
     /* After op_begin: the device's tuning is known once its program is. */
-    if (algorithm == LOCUS_CONV_AUTO) {
+    if (algorithm == LOCUS_CONV_AUTO && run.f64) {
+        algorithm = LOCUS_CONV_IM2COL;
+        status = check_fits(state, index, algorithm, &run.sh);
+    } else if (algorithm == LOCUS_CONV_AUTO) {
         algorithm = choose(run.device, &run.sh, run.math);
         status = check_fits(state, index, algorithm, &run.sh);
     } else if (algorithm == LOCUS_CONV_IMPLICIT_GEMM &&

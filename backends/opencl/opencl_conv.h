@@ -30,6 +30,7 @@ typedef struct opencl_conv_run {
     opencl_device *device;
     opencl_conv_shape sh;
     locus_math_mode math;
+    int f64; /* doubles, the f64 program's kernels (im2col only) */
     cl_mem input, filter, output;
     size_t workspace_bytes;
 } opencl_conv_run;
@@ -82,7 +83,8 @@ size_t locus__opencl_conv_chunk(const opencl_device *device, size_t batch,
 locus_status locus__opencl_conv_workspace(const opencl_conv_run *run,
                                           size_t bytes, int slot, cl_mem *out);
 
-/* opencl_conv_im2col.c: one image's column matrix in bytes, and the run. */
+/* opencl_conv_im2col.c: one image's column matrix in bytes (f32), and
+ * the run (f32 or f64). */
 size_t locus__opencl_im2col_bytes(const opencl_conv_shape *s);
 locus_status locus__opencl_conv_im2col(opencl_conv_run *run);
 

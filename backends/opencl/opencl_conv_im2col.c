@@ -21,7 +21,11 @@ locus_status locus__opencl_conv_im2col(opencl_conv_run *run)
 {
     const opencl_conv_shape *s = &run->sh;
     const size_t pq = s->p * s->q, crs = s->c * s->r * s->s;
+    /* f64: doubles, and the f64 program's element-wise lowering on every
+     * device type. */
+    const size_t element = run->f64 ? sizeof(double) : sizeof(float);
     opencl_gemm g = {
+        .f64 = run->f64,
         .m = s->k,
         .n = pq,
         .k = crs,
@@ -47,7 +51,8 @@ locus_status locus__opencl_conv_im2col(opencl_conv_run *run)
                    : locus__opencl_op_fail(run->state, run->index, run->device,
                                            err, failed, "conv2d 1x1 gemm");
     }
-    const size_t per_image = locus__opencl_im2col_bytes(s);
+    const size_t per_image =
+        locus__opencl_im2col_bytes(s) / sizeof(float) * element;
     const size_t chunk = locus__opencl_conv_chunk(run->device, s->n, per_image);
     cl_mem cols = NULL;
     locus_status status =
@@ -64,7 +69,9 @@ locus_status locus__opencl_conv_im2col(opencl_conv_run *run)
          first += chunk) {
         const size_t images = s->n - first < chunk ? s->n - first : chunk;
         const cl_ulong x_off = first * s->c * s->h * s->w;
-        const cl_ulong total = opencl_lower_total(run, images * crs, pq);
+        const cl_ulong total = run->f64
+                                   ? (cl_ulong)(images * crs * pq)
+                                   : opencl_lower_total(run, images * crs, pq);
         const opencl_arg args[] = {
             {sizeof(cl_mem), &run->input},
             {sizeof x_off, &x_off},
@@ -82,10 +89,12 @@ locus_status locus__opencl_conv_im2col(opencl_conv_run *run)
             {sizeof PH, &PH},
             {sizeof PW, &PW},
         };
-        err = locus__opencl_enqueue_1d(run->device, run->device->im2col, args,
-                                       sizeof args / sizeof args[0],
-                                       opencl_lower_items(run, total),
-                                       opencl_lower_group(run), &failed);
+        err = locus__opencl_enqueue_1d(
+            run->device,
+            run->f64 ? run->device->im2col_f64 : run->device->im2col, args,
+            sizeof args / sizeof args[0],
+            run->f64 ? (size_t)total : opencl_lower_items(run, total),
+            run->f64 ? OPENCL_LOWER_GROUP : opencl_lower_group(run), &failed);
         if (err == CL_SUCCESS) {
             g.c_off = first * s->k * pq;
             g.batch = images;

@@ -78,6 +78,19 @@ typedef struct opencl_device {
     cl_mem reduce_staging;
     float *reduce_staging_ptr;
     size_t reduce_staging_count;
+
+    /* f64 (kernels/f64.cl): whether the device has cl_khr_fp64 (probe
+     * time), and the f64 program, built at the first f64 op
+     * (locus__opencl_f64_ready), with its kernels, its variant (the CPU
+     * kernels or the GPU ones) and the reduce's partials, two doubles a
+     * group; released with the f32 program. */
+    int has_fp64;
+    cl_program program_f64;
+    cl_kernel gemm_f64, gemm_scale_c_f64, reduce_f64, im2col_f64;
+    int f64_cpu_kernels;
+    unsigned f64_rwg, f64_groups_per_unit;
+    cl_mem reduce_partials_f64;
+    size_t reduce_partials_f64_groups;
 } opencl_device;
 
 typedef struct opencl_state {
@@ -119,8 +132,25 @@ locus_status locus__opencl_status_of(cl_int code);
  * with device->lock held. */
 locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
                                          opencl_device *device);
-/* Releases what program_ready made (fini). */
+/* Releases what program_ready and f64_ready made (fini). */
 void locus__opencl_program_release(opencl_device *device);
+
+/* The f64 program and its kernels unless built already; NOT_SUPPORTED
+ * ("opencl:N has no cl_khr_fp64") on a device without the extension.
+ * Called with device->lock held. */
+locus_status locus__opencl_f64_ready(opencl_state *state, size_t index,
+                                     opencl_device *device);
+
+/* The f64 ops (opencl_ops_f64.c), which the table's entries hand an f64
+ * descriptor to. */
+locus_status locus__opencl_reduce_f64(opencl_state *state, size_t index,
+                                      const locus_reduce_desc *desc,
+                                      const void *x, double *result,
+                                      locus_op_context *op);
+locus_status locus__opencl_gemm_f64(opencl_state *state, size_t index,
+                                    const locus_gemm_desc *desc, const void *a,
+                                    const void *b, void *c,
+                                    locus_op_context *op);
 
 /* The ops (opencl_ops.c, opencl_conv.c), as the backend table takes them. */
 locus_status locus__opencl_reduce(void *state, size_t device,

@@ -91,10 +91,17 @@ static void cpu_gemm_groups(const opencl_device *device, const opencl_gemm *g,
     global[1] = gm;
 }
 
-cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
-                                  const char **failed)
+/* The f64 program's gemm (kernels/f64.cl): GPU variant, a 16 x 16 group
+ * per 64 x 64 tile of C; CPU variant, one work-item per 4 x 8 block, in
+ * groups the implementation picks. */
+#define F64_TILE 64
+#define F64_SIDE 16
+#define F64_CPU_ROWS 4
+#define F64_CPU_COLS 8
+
+static cl_int enqueue_gemm_f64(opencl_device *device, const opencl_gemm *g,
+                               const char **failed)
 {
-    const opencl_tuning *t = &device->tuning;
     const cl_uint m = (cl_uint)g->m, n = (cl_uint)g->n, k = (cl_uint)g->k;
     const cl_uint lda = (cl_uint)g->lda, ldb = (cl_uint)g->ldb,
                   ldc = (cl_uint)g->ldc;
@@ -102,6 +109,7 @@ cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
     const cl_ulong a_batch = g->a_batch, b_batch = g->b_batch,
                    c_batch = g->c_batch;
     const cl_int trans_a = g->trans_a, trans_b = g->trans_b;
+    const cl_double alpha = g->alpha, beta = g->beta;
     const opencl_arg args[] = {
         {sizeof m, &m},
         {sizeof n, &n},
@@ -118,8 +126,66 @@ cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
         {sizeof c_off, &c_off},
         {sizeof ldc, &ldc},
         {sizeof c_batch, &c_batch},
-        {sizeof(float), &g->alpha},
-        {sizeof(float), &g->beta},
+        {sizeof alpha, &alpha},
+        {sizeof beta, &beta},
+        {sizeof trans_a, &trans_a},
+        {sizeof trans_b, &trans_b},
+    };
+    if (device->f64_cpu_kernels) {
+        const size_t global[3] = {(g->n + F64_CPU_COLS - 1) / F64_CPU_COLS,
+                                  (g->m + F64_CPU_ROWS - 1) / F64_CPU_ROWS,
+                                  g->batch};
+        cl_int err = set_args(device->gemm_f64, args,
+                              sizeof args / sizeof args[0], failed);
+        if (err != CL_SUCCESS)
+            return err;
+        err = clEnqueueNDRangeKernel(device->queue, device->gemm_f64, 3, NULL,
+                                     global, NULL, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            *failed = "clEnqueueNDRangeKernel(locus_gemm f64)";
+        return err;
+    }
+    const size_t local[3] = {F64_SIDE, F64_SIDE, 1};
+    const size_t global[3] = {(g->n + F64_TILE - 1) / F64_TILE * F64_SIDE,
+                              (g->m + F64_TILE - 1) / F64_TILE * F64_SIDE,
+                              g->batch};
+    return locus__opencl_enqueue_3d(device, device->gemm_f64, args,
+                                    sizeof args / sizeof args[0], global, local,
+                                    failed);
+}
+
+cl_int locus__opencl_enqueue_gemm(opencl_device *device, const opencl_gemm *g,
+                                  const char **failed)
+{
+    if (g->f64)
+        return enqueue_gemm_f64(device, g, failed);
+    const opencl_tuning *t = &device->tuning;
+    const cl_uint m = (cl_uint)g->m, n = (cl_uint)g->n, k = (cl_uint)g->k;
+    const cl_uint lda = (cl_uint)g->lda, ldb = (cl_uint)g->ldb,
+                  ldc = (cl_uint)g->ldc;
+    const cl_ulong a_off = g->a_off, b_off = g->b_off, c_off = g->c_off;
+    const cl_ulong a_batch = g->a_batch, b_batch = g->b_batch,
+                   c_batch = g->c_batch;
+    const cl_int trans_a = g->trans_a, trans_b = g->trans_b;
+    const cl_float alpha = (cl_float)g->alpha, beta = (cl_float)g->beta;
+    const opencl_arg args[] = {
+        {sizeof m, &m},
+        {sizeof n, &n},
+        {sizeof k, &k},
+        {sizeof(cl_mem), &g->a},
+        {sizeof a_off, &a_off},
+        {sizeof lda, &lda},
+        {sizeof a_batch, &a_batch},
+        {sizeof(cl_mem), &g->b},
+        {sizeof b_off, &b_off},
+        {sizeof ldb, &ldb},
+        {sizeof b_batch, &b_batch},
+        {sizeof(cl_mem), &g->c},
+        {sizeof c_off, &c_off},
+        {sizeof ldc, &ldc},
+        {sizeof c_batch, &c_batch},
+        {sizeof alpha, &alpha},
+        {sizeof beta, &beta},
         {sizeof trans_a, &trans_a},
         {sizeof trans_b, &trans_b},
     };

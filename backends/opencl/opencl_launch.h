@@ -5,11 +5,14 @@
 
 #include "opencl_internal.h"
 
-/* One (batched) GEMM: matrix offsets and batch strides in floats. */
+/* One (batched) GEMM: matrix offsets and batch strides in elements. f64:
+ * the matrices hold doubles and run through the f64 program's kernel with
+ * alpha and beta as they are; else floats, alpha and beta rounded to f32. */
 typedef struct opencl_gemm {
     int trans_a, trans_b;
+    int f64;
     size_t m, n, k, lda, ldb, ldc;
-    float alpha, beta;
+    double alpha, beta;
     cl_mem a, b, c;
     size_t a_off, b_off, c_off;
     size_t a_batch, b_batch, c_batch;
@@ -58,6 +61,10 @@ void locus__opencl_set_algorithm(locus_op_context *op, const char *name);
  * device->lock held on success, to be unlocked by the caller. */
 locus_status locus__opencl_op_begin(opencl_state *state, size_t index,
                                     opencl_device **device);
+/* The same with the f64 program (opencl_ops_f64.c): NOT_SUPPORTED on a
+ * device without cl_khr_fp64. */
+locus_status locus__opencl_f64_begin(opencl_state *state, size_t index,
+                                     opencl_device **device);
 /* The error detail of a failed OpenCL call in an op. */
 locus_status locus__opencl_op_fail(opencl_state *state, size_t index,
                                    const opencl_device *device, cl_int err,

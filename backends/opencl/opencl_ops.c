@@ -5,7 +5,8 @@
  * and wait, so every op has finished when it returns, as backend.h asks.
  *
  * Precision: every math mode is computed in FP32, which is at least as
- * accurate as TF32 asks; OpenCL C has no portable tensor-core path.
+ * accurate as TF32 asks; OpenCL C has no portable tensor-core path. f64
+ * descriptors go to opencl_ops_f64.c.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -214,6 +215,8 @@ locus_status locus__opencl_reduce(void *opaque, size_t index,
                                            desc == NULL ? "desc"
                                            : x == NULL  ? "x"
                                                         : "result");
+    if (desc->dtype == LOCUS_DTYPE_F64)
+        return locus__opencl_reduce_f64(state, index, desc, x, result, op);
     locus_status status = check_f32(state, index, "reduce", desc->dtype);
     if (status != LOCUS_SUCCESS)
         return status;
@@ -315,7 +318,7 @@ static cl_int enqueue_scale_c(opencl_device *device, const opencl_gemm *g,
         return CL_SUCCESS;
     const cl_uint m = (cl_uint)g->m, n = (cl_uint)g->n, ldc = (cl_uint)g->ldc;
     const cl_ulong c_off = 0;
-    const float beta = g->beta;
+    const float beta = (float)g->beta;
     const opencl_arg args[] = {
         {sizeof m, &m},         {sizeof n, &n},     {sizeof(cl_mem), &g->c},
         {sizeof c_off, &c_off}, {sizeof ldc, &ldc}, {sizeof beta, &beta},
@@ -333,7 +336,10 @@ locus_status locus__opencl_gemm(void *opaque, size_t index,
     /* alpha or k 0: C = beta C, and the runtime hands NULL for A and B
      * (backend.h); m or n 0 never reaches a backend. */
     const int scale_only =
-        desc != NULL && ((float)desc->alpha == 0.0f || desc->k == 0);
+        desc != NULL &&
+        ((desc->dtype == LOCUS_DTYPE_F64 ? desc->alpha == 0.0
+                                         : (float)desc->alpha == 0.0f) ||
+         desc->k == 0);
     if (state == NULL || desc == NULL || c == NULL ||
         (!scale_only && (a == NULL || b == NULL)))
         return state == NULL
@@ -341,6 +347,8 @@ locus_status locus__opencl_gemm(void *opaque, size_t index,
                    : state->services->fail(
                          LOCUS_ERROR_NULL_ARGUMENT,
                          "opencl:%zu gemm: NULL desc or matrix", index);
+    if (desc->dtype == LOCUS_DTYPE_F64)
+        return locus__opencl_gemm_f64(state, index, desc, a, b, c, op);
     locus_status status = check_f32(state, index, "gemm", desc->dtype);
     if (status != LOCUS_SUCCESS)
         return status;

@@ -288,6 +288,8 @@ static cl_int describe_device(const opencl_state *state,
         device->numa_mask = state->services->pci_numa_mask(
             state->runtime, address[0], address[1], address[2], address[3]);
     }
+    /* f64 is offered only where the device says it has doubles. */
+    device->has_fp64 = has_extension(extensions, "cl_khr_fp64");
     free(extensions);
     return CL_SUCCESS;
 }

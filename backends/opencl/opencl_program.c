@@ -40,6 +40,10 @@
 
 extern const char locus__opencl_kernel_source[];
 extern const size_t locus__opencl_kernel_source_size;
+extern const char locus__opencl_kernel_source_f64[];
+extern const size_t locus__opencl_kernel_source_f64_size;
+
+static void release_f64(opencl_device *device);
 
 /* GPU: the CUDA backend's FP32 design (gemm.cl): 128 x 128 tiles, k steps
  * of TK = 8, 256 work-items (WN x WM = 256 x 1) of 8 x 8 results each,
@@ -199,16 +203,15 @@ static void report(const char *event, const char *path)
     close(fd);
 }
 
-/* The embedded source plus the test hook's text (caller frees). */
-static char *full_source(size_t *bytes)
+/* An embedded source plus the test hook's text (caller frees). */
+static char *full_source(const char *embedded, size_t base, size_t *bytes)
 {
     const char *extra = getenv("LOCUS_OPENCL_EXTRA_SOURCE");
     size_t extra_bytes = extra != NULL ? strlen(extra) : 0;
-    size_t base = locus__opencl_kernel_source_size;
     char *source = malloc(base + extra_bytes + 2);
     if (source == NULL)
         return NULL;
-    memcpy(source, locus__opencl_kernel_source, base);
+    memcpy(source, embedded, base);
     source[base] = '\n';
     memcpy(source + base + 1, extra != NULL ? extra : "", extra_bytes);
     source[base + 1 + extra_bytes] = '\0';
@@ -337,6 +340,77 @@ static locus_status create_kernels(opencl_state *state, size_t index,
     return LOCUS_SUCCESS;
 }
 
+/* The program of `source` with `options`, loaded from the disk cache or
+ * compiled (and then cached). The cache key holds the device, its
+ * platform and driver, the options, the variant's name ("f32", "f64":
+ * the two programs never share a file, whatever their options) and the
+ * source. */
+static locus_status compile_cached(opencl_state *state, size_t index,
+                                   opencl_device *device, const char *source,
+                                   size_t source_bytes, const char *options,
+                                   const char *variant, cl_program *out)
+{
+    uint64_t key = LOCUS_OPENCL_HASH_SEED;
+    const char *parts[] = {device->name, device->vendor, device->version,
+                           options, variant};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        key = locus__opencl_hash(key, parts[i], strlen(parts[i]) + 1);
+    key = locus__opencl_hash(key, source, source_bytes);
+    char dir[4000], path[4100] = "";
+    const int cached = locus__opencl_cache_dir(dir, sizeof dir);
+    if (cached)
+        snprintf(path, sizeof path, "%s/%016llx.bin", dir,
+                 (unsigned long long)key);
+
+    cl_program program = NULL;
+    const char *event = "built";
+    if (cached) {
+        unsigned char *binary = NULL;
+        size_t bytes = 0;
+        char why[256] = "";
+        cache_read_result read =
+            locus__opencl_cache_read(path, &binary, &bytes, why, sizeof why);
+        if (read == CACHE_VALID) {
+            program = load_binary(device, binary, bytes, options);
+            event = program != NULL ? "loaded" : "rebuilt-refused";
+        } else if (read == CACHE_DAMAGED) {
+            event = "rebuilt-damaged";
+            state->services->log(state->runtime, LOCUS_LOG_WARN,
+                                 "opencl: cache file %s is damaged (%s); "
+                                 "rebuilding",
+                                 path, why);
+        }
+        free(binary);
+    }
+    if (program == NULL) {
+        cl_int err = CL_SUCCESS;
+        const char *text = source;
+        program = clCreateProgramWithSource(device->context, 1, &text,
+                                            &source_bytes, &err);
+        if (program == NULL || err != CL_SUCCESS)
+            return state->services->fail(
+                locus__opencl_status_of(err),
+                "clCreateProgramWithSource failed on opencl:%zu (%s): %s (%d)",
+                index, device->name, locus__opencl_error_name(err), (int)err);
+        err = clBuildProgram(program, 1, &device->id, options, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            locus_status status =
+                build_failed(state, index, device, program, err);
+            clReleaseProgram(program);
+            return status;
+        }
+        if (cached)
+            store_binary(state, device, program, path);
+    }
+    state->services->log(state->runtime, LOCUS_LOG_DEBUG,
+                         "opencl: %s program of opencl:%zu (%s) %s %s", variant,
+                         index, device->name, event,
+                         cached ? path : "(no cache directory)");
+    report(event, cached ? path : "-");
+    *out = program;
+    return LOCUS_SUCCESS;
+}
+
 static locus_status build_program(opencl_state *state, size_t index,
                                   opencl_device *device)
 {
@@ -358,78 +432,85 @@ static locus_status build_program(opencl_state *state, size_t index,
              t->tm, t->tn, t->tk, t->wm, t->wn, t->rwg,
              t->cpu_kernels ? " -DLOCUS_CPU_KERNELS" : "", registers);
     size_t source_bytes = 0;
-    char *source = full_source(&source_bytes);
+    char *source = full_source(locus__opencl_kernel_source,
+                               locus__opencl_kernel_source_size, &source_bytes);
     if (source == NULL)
         return state->services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
                                      "opencl: out of host memory for the "
                                      "program source");
-
-    uint64_t key = LOCUS_OPENCL_HASH_SEED;
-    const char *parts[] = {device->name, device->vendor, device->version,
-                           options};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        key = locus__opencl_hash(key, parts[i], strlen(parts[i]) + 1);
-    key = locus__opencl_hash(key, source, source_bytes);
-    char dir[4000], path[4100] = "";
-    const int cached = locus__opencl_cache_dir(dir, sizeof dir);
-    if (cached)
-        snprintf(path, sizeof path, "%s/%016llx.bin", dir,
-                 (unsigned long long)key);
-
-    locus_status status = LOCUS_SUCCESS;
-    const char *event = "built";
-    if (cached) {
-        unsigned char *binary = NULL;
-        size_t bytes = 0;
-        char why[256] = "";
-        cache_read_result read =
-            locus__opencl_cache_read(path, &binary, &bytes, why, sizeof why);
-        if (read == CACHE_VALID) {
-            device->program = load_binary(device, binary, bytes, options);
-            event = device->program != NULL ? "loaded" : "rebuilt-refused";
-        } else if (read == CACHE_DAMAGED) {
-            event = "rebuilt-damaged";
-            state->services->log(state->runtime, LOCUS_LOG_WARN,
-                                 "opencl: cache file %s is damaged (%s); "
-                                 "rebuilding",
-                                 path, why);
-        }
-        free(binary);
-    }
-    if (device->program == NULL) {
-        cl_int err = CL_SUCCESS;
-        const char *text = source;
-        cl_program program = clCreateProgramWithSource(
-            device->context, 1, &text, &source_bytes, &err);
-        if (program == NULL || err != CL_SUCCESS) {
-            status = state->services->fail(
-                locus__opencl_status_of(err),
-                "clCreateProgramWithSource failed on opencl:%zu (%s): %s (%d)",
-                index, device->name, locus__opencl_error_name(err), (int)err);
-            goto free_source;
-        }
-        err = clBuildProgram(program, 1, &device->id, options, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            status = build_failed(state, index, device, program, err);
-            clReleaseProgram(program);
-            goto free_source;
-        }
-        device->program = program;
-        if (cached)
-            store_binary(state, device, program, path);
-    }
+    locus_status status =
+        compile_cached(state, index, device, source, source_bytes, options,
+                       "f32", &device->program);
+    free(source);
+    if (status != LOCUS_SUCCESS)
+        return status;
     state->services->log(state->runtime, LOCUS_LOG_DEBUG,
-                         "opencl: program of opencl:%zu (%s, %s tuning) %s "
-                         "%s",
-                         index, device->name, t->name, event,
-                         cached ? path : "(no cache directory)");
-    report(event, cached ? path : "-");
+                         "opencl: opencl:%zu takes the %s tuning", index,
+                         t->name);
     status = create_kernels(state, index, device);
     if (status != LOCUS_SUCCESS)
         locus__opencl_program_release(device);
-free_source:
-    free(source);
     return status;
+}
+
+/* The f64 program (kernels/f64.cl): the variant and reduce group of the
+ * f32 tuning the device gets (LOCUS_OPENCL_TUNING included), which its
+ * build options and so its cache key hold. */
+static locus_status build_f64(opencl_state *state, size_t index,
+                              opencl_device *device)
+{
+    opencl_tuning saved = device->tuning;
+    locus_status status = choose_tuning(state, index, device);
+    const opencl_tuning t = device->tuning;
+    /* The f32 program keeps the tuning it was built with. */
+    if (device->program != NULL)
+        device->tuning = saved;
+    if (status != LOCUS_SUCCESS)
+        return status;
+    char options[128];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DRWG=%u%s", t.rwg,
+             t.cpu_kernels ? " -DLOCUS_CPU_KERNELS" : "");
+    size_t source_bytes = 0;
+    char *source =
+        full_source(locus__opencl_kernel_source_f64,
+                    locus__opencl_kernel_source_f64_size, &source_bytes);
+    if (source == NULL)
+        return state->services->fail(LOCUS_ERROR_OUT_OF_MEMORY,
+                                     "opencl: out of host memory for the "
+                                     "program source");
+    status = compile_cached(state, index, device, source, source_bytes, options,
+                            "f64", &device->program_f64);
+    free(source);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    device->f64_cpu_kernels = t.cpu_kernels;
+    device->f64_rwg = t.rwg;
+    device->f64_groups_per_unit = t.groups_per_unit;
+    struct {
+        cl_kernel *kernel;
+        const char *name;
+    } table[] = {
+        {&device->gemm_f64, "locus_gemm"},
+        {&device->gemm_scale_c_f64, "locus_gemm_scale_c"},
+        {&device->reduce_f64, "locus_reduce"},
+        {&device->im2col_f64, "locus_im2col"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        cl_int err = CL_SUCCESS;
+        *table[i].kernel =
+            clCreateKernel(device->program_f64, table[i].name, &err);
+        if (*table[i].kernel == NULL || err != CL_SUCCESS) {
+            *table[i].kernel = NULL;
+            status = state->services->fail(
+                locus__opencl_status_of(err),
+                "clCreateKernel(%s, f64) failed on opencl:%zu (%s): %s (%d)",
+                table[i].name, index, device->name,
+                locus__opencl_error_name(err), (int)err);
+            release_f64(device);
+            return status;
+        }
+    }
+    return LOCUS_SUCCESS;
 }
 
 /* One program build at a time in the process, whichever context or device
@@ -454,8 +535,43 @@ locus_status locus__opencl_program_ready(opencl_state *state, size_t index,
     return status;
 }
 
+locus_status locus__opencl_f64_ready(opencl_state *state, size_t index,
+                                     opencl_device *device)
+{
+    if (device->program_f64 != NULL)
+        return LOCUS_SUCCESS;
+    if (!device->has_fp64)
+        return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                                     "opencl:%zu has no cl_khr_fp64 (%s): "
+                                     "no f64 ops there",
+                                     index, device->name);
+    pthread_mutex_lock(&build_lock);
+    locus_status status = build_f64(state, index, device);
+    pthread_mutex_unlock(&build_lock);
+    return status;
+}
+
+static void release_f64(opencl_device *device)
+{
+    cl_kernel *kernels[] = {&device->gemm_f64, &device->gemm_scale_c_f64,
+                            &device->reduce_f64, &device->im2col_f64};
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        if (*kernels[i] != NULL)
+            clReleaseKernel(*kernels[i]);
+        *kernels[i] = NULL;
+    }
+    if (device->program_f64 != NULL)
+        clReleaseProgram(device->program_f64);
+    device->program_f64 = NULL;
+    if (device->reduce_partials_f64 != NULL)
+        clReleaseMemObject(device->reduce_partials_f64);
+    device->reduce_partials_f64 = NULL;
+    device->reduce_partials_f64_groups = 0;
+}
+
 void locus__opencl_program_release(opencl_device *device)
 {
+    release_f64(device);
     cl_kernel *kernels[] = {&device->gemm,
                             &device->gemm_scale_c,
                             &device->reduce,
