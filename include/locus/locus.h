@@ -428,6 +428,13 @@ typedef enum locus_placement_policy {
     LOCUS_PLACE_NODE = 2,       /* bound to one node (node field) */
     LOCUS_PLACE_INTERLEAVE = 3, /* pages spread round-robin over nodes */
     LOCUS_PLACE_OFF = 4,        /* plain allocation, no policy */
+    /* New in 0.3: first touch by the creating thread, then, once, the pages
+     * move (locus_buffer_migrate's way) to the node of the workers of the
+     * first op that uses the buffer: a CPU device's node (a device of
+     * several nodes: each page to the node of the worker the canonical
+     * split gives it, as LOCUS_PLACE_LOCAL would), another device's nearest
+     * node. That op's record shows the move (migrated_bytes). */
+    LOCUS_PLACE_NEXT_TOUCH = 5,
 } locus_placement_policy;
 
 typedef struct locus_placement {
@@ -512,6 +519,21 @@ LOCUS_API locus_status locus_query_pages(const void *memory, size_t bytes,
 /* Page location of a buffer's host copy. */
 LOCUS_API locus_status locus_buffer_query_pages(locus_buffer *buffer,
                                                 locus_page_report *report);
+/* New in 0.3: moves the host copy's pages to NUMA node `node` (OS number,
+ * one of the context's nodes) with move_pages(2), waiting for ops on the
+ * buffer as a write does; later ops split their local/remote bytes by
+ * the new placement. Wrapped buffers move too: migrating application
+ * memory is what move_pages is for, and Locus still never frees it; every
+ * page the range touches moves, including the parts of its first and
+ * last page outside the buffer. Pages never touched have no home yet and
+ * stay unplaced. A migration appends a "migrate" record to LOCUS_RECORD
+ * (bytes moved, seconds, the buffer's address and the node).
+ * Errors: a mapped buffer is LOCUS_ERROR_BUSY; a node that is not the
+ * context's, LOCUS_ERROR_PLACEMENT; a simulated topology (LOCUS_TOPOLOGY),
+ * LOCUS_ERROR_NOT_SUPPORTED; pages the kernel could not move (busy:
+ * pinned or under I/O; no memory on the node) LOCUS_ERROR_PLACEMENT with
+ * their counts; the pages that moved stay moved. */
+LOCUS_API locus_status locus_buffer_migrate(locus_buffer *buffer, int node);
 
 /* ------------------------------------------------------------------------ */
 /* Operations                                                                 */
@@ -618,6 +640,18 @@ typedef struct locus_record {
     /* Appended in 0.3: the op's dtype as locus_dtype_str names it ("f32",
      * "f64", "bf16", "f16"). */
     char dtype[8];
+    /* Appended in 0.3: host pages moved to another node for this record:
+     * by locus_buffer_migrate (op "migrate") or by a next-touch buffer's
+     * first op; migrate_seconds is part of seconds. migrate_node: where
+     * they went when migrated_bytes is not 0 (-1: spread over several
+     * nodes). buffer_id and
+     * buffer_address (op "migrate" only, else 0): which buffer, for
+     * `locus numa --pid`. */
+    uint64_t migrated_bytes;
+    double migrate_seconds;
+    int migrate_node;
+    uint64_t buffer_id;
+    uint64_t buffer_address;
 } locus_record;
 
 LOCUS_API void locus_record_init(locus_record *record);

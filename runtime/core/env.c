@@ -307,6 +307,8 @@ static bool parse_numa(const char *value, locus__config *config, char *resolved,
         config->numa.policy = LOCUS_PLACE_INTERLEAVE;
     } else if (strcmp(value, "off") == 0) {
         config->numa.policy = LOCUS_PLACE_OFF;
+    } else if (strcmp(value, "next-touch") == 0) {
+        config->numa.policy = LOCUS_PLACE_NEXT_TOUCH;
     } else if (strncmp(value, "node:", 5) == 0 &&
                locus__parse_small_uint(value + 5, strlen(value + 5),
                                        &config->numa.node)) {
@@ -426,7 +428,8 @@ static const struct {
                              "a comma list of backend names, or all", "all"},
     [LOCUS__SET_THREADS] = {parse_threads, "a positive integer",
                             "one per allowed core"},
-    [LOCUS__SET_NUMA] = {parse_numa, "local, interleave, node:N or off",
+    [LOCUS__SET_NUMA] = {parse_numa,
+                         "local, interleave, node:N, next-touch or off",
                          "local"},
     [LOCUS__SET_STRICT] = {parse_strict, "0 or 1", "0"},
     [LOCUS__SET_LOG] = {parse_log, "error, warn, info or debug", "warn"},

@@ -112,7 +112,7 @@ size_t locus_record_to_json(const locus_record *record, char *text,
     }
     used += (size_t)snprintf(used < capacity ? text + used : NULL,
                              used < capacity ? capacity - used : 0, "]}");
-    if (record->struct_size < sizeof *record)
+    if (record->struct_size < offsetof(locus_record, migrated_bytes))
         return used;
     char dtype[32];
     n = json_string(dtype, sizeof dtype, record->dtype);
@@ -121,6 +121,28 @@ size_t locus_record_to_json(const locus_record *record, char *text,
     used += (size_t)snprintf(used < capacity ? text + used : NULL,
                              used < capacity ? capacity - used : 0,
                              ",\"dtype\":%s}", dtype);
+    /* Only where pages moved (or on a "migrate" line): every other
+     * record keeps dtype as its last field. */
+    if (record->struct_size < sizeof *record ||
+        (record->migrated_bytes == 0 && record->buffer_id == 0))
+        return used;
+    used--;
+    used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0,
+                             ",\"migrated_bytes\":%" PRIu64
+                             ",\"migrate_seconds\":%.9g",
+                             record->migrated_bytes, record->migrate_seconds);
+    used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0,
+                             ",\"migrate_node\":%d", record->migrate_node);
+    if (record->buffer_id != 0)
+        used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                                 used < capacity ? capacity - used : 0,
+                                 ",\"buffer_id\":%" PRIu64
+                                 ",\"buffer_address\":%" PRIu64,
+                                 record->buffer_id, record->buffer_address);
+    used += (size_t)snprintf(used < capacity ? text + used : NULL,
+                             used < capacity ? capacity - used : 0, "}");
     return used;
 }
 

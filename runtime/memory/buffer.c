@@ -68,7 +68,7 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
                                "locus_placement_init first",
                                placement->struct_size);
         if (placement->policy < LOCUS_PLACE_DEFAULT ||
-            placement->policy > LOCUS_PLACE_OFF)
+            placement->policy > LOCUS_PLACE_NEXT_TOUCH)
             return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                "placement policy %d is unknown",
                                (int)placement->policy);
@@ -87,6 +87,8 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
     }
     buffer->host = buffer->memory.base;
     locus__page_map_init(&buffer->page_map, buffer->host, bytes);
+    buffer->next_touch_pending = resolved.policy == LOCUS_PLACE_NEXT_TOUCH &&
+                                 context->topology.is_this_system;
     *out = buffer;
     return LOCUS_SUCCESS;
 }
@@ -249,6 +251,8 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
                              buffer->bytes);
         goto unlock;
     }
+    if (buffer->next_touch_pending)
+        locus__buffer_prepare_for(buffer, device, op);
     uint64_t bit = copy_bit(device);
     if (bit == LOCUS__HOST_COPY) {
         if (access & LOCUS__READ)

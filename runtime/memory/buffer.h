@@ -51,6 +51,8 @@ struct locus_buffer {
     /* Where the host copy's pages live, for the ops' local/remote split;
      * set up once `host` is known. */
     locus__page_map page_map;
+    /* LOCUS_PLACE_NEXT_TOUCH and not yet moved (under state_lock). */
+    bool next_touch_pending;
 };
 
 typedef enum locus__access {
@@ -86,6 +88,13 @@ void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device);
  * device's copy stays the current one. */
 locus_status locus__buffer_write_back(locus_buffer *buffer,
                                       locus_op_context *op);
+/* With state_lock held, from locus__buffer_acquire: a next-touch buffer
+ * not yet moved moves to the node of the workers of `device` (NULL: the
+ * gemm split's host copy, which waits for an op on a device), counted in
+ * op's record. A failed move is logged and the op goes on: the pages stay
+ * where they were and the op still computes right. */
+void locus__buffer_prepare_for(locus_buffer *buffer, const locus_device *device,
+                               locus_op_context *op);
 /* Whether two buffers stand for overlapping host memory ([host, host +
  * bytes) of each): the same buffer, or wraps of overlapping memory. */
 bool locus__buffers_overlap(const locus_buffer *a, const locus_buffer *b);

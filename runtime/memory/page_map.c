@@ -40,6 +40,13 @@ void locus__page_map_release(locus__page_map *map)
     pthread_mutex_destroy(&map->lock);
 }
 
+void locus__page_map_forget(locus__page_map *map)
+{
+    pthread_mutex_lock(&map->lock);
+    atomic_store_explicit(&map->final, false, memory_order_release);
+    pthread_mutex_unlock(&map->lock);
+}
+
 bool locus__page_map_covers(const locus__page_map *map, const void *memory,
                             size_t bytes)
 {

@@ -30,6 +30,8 @@ typedef struct locus__page_map {
 void locus__page_map_init(locus__page_map *map, const void *memory,
                           size_t bytes);
 void locus__page_map_release(locus__page_map *map);
+/* The pages moved: the next split queries again. */
+void locus__page_map_forget(locus__page_map *map);
 /* Whether [memory, memory + bytes) lies inside the mapped memory. */
 bool locus__page_map_covers(const locus__page_map *map, const void *memory,
                             size_t bytes);

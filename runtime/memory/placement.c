@@ -242,3 +242,56 @@ void locus__host_free(locus__host_memory *memory)
     memory->base = NULL;
     memory->mapped_bytes = 0;
 }
+
+/* Batches ask where each page is first, so that pages already on their
+ * target count as moved without a copy, and moved_bytes counts only the
+ * bytes that really changed node. */
+locus_status locus__move_pages(void *memory, size_t bytes,
+                               locus__page_target_fn node_of_page, void *arg,
+                               locus__page_move *move)
+{
+    memset(move, 0, sizeof *move);
+    size_t page = locus__page_size();
+    uintptr_t start = (uintptr_t)memory, end = start + bytes;
+    uintptr_t first = start & ~(uintptr_t)(page - 1);
+    move->pages = (size_t)((end - 1 - first) / page) + 1;
+    void *pages[PAGES_PER_QUERY];
+    int nodes[PAGES_PER_QUERY], before[PAGES_PER_QUERY],
+        status[PAGES_PER_QUERY];
+    for (size_t done = 0; done < move->pages;) {
+        size_t batch = move->pages - done < PAGES_PER_QUERY ? move->pages - done
+                                                            : PAGES_PER_QUERY;
+        for (size_t i = 0; i < batch; i++) {
+            pages[i] = (void *)(first + (done + i) * page);
+            nodes[i] = node_of_page(arg, done + i);
+        }
+        if (move_pages(0, (unsigned long)batch, pages, NULL, before, 0) != 0 ||
+            move_pages(0, (unsigned long)batch, pages, nodes, status,
+                       MPOL_MF_MOVE) < 0)
+            return locus__fail(errno == ENOSYS ? LOCUS_ERROR_NOT_SUPPORTED
+                                               : LOCUS_ERROR_SYSTEM,
+                               "move_pages over %zu pages: %s", batch,
+                               strerror(errno));
+        for (size_t i = 0; i < batch; i++) {
+            int s = status[i];
+            if (s == nodes[i]) {
+                move->moved++;
+                if (before[i] != s) {
+                    uintptr_t lo = (uintptr_t)pages[i], hi = lo + page;
+                    move->moved_bytes +=
+                        (hi < end ? hi : end) - (lo > start ? lo : start);
+                }
+            } else if (s == -ENOENT || s == -EFAULT) {
+                move->untouched++;
+            } else if (s == -EBUSY) {
+                move->busy++;
+            } else if (s == -ENOMEM) {
+                move->no_memory++;
+            } else {
+                move->other++;
+            }
+        }
+        done += batch;
+    }
+    return LOCUS_SUCCESS;
+}

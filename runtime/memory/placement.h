@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <locus/locus.h>
 
@@ -32,5 +33,24 @@ size_t locus__page_size(void);
  * page or an even sample of at most max_samples pages. */
 locus_status locus__query_pages(const void *memory, size_t bytes,
                                 size_t max_samples, locus_page_report *report);
+
+/* What a move of pages came to. */
+typedef struct locus__page_move {
+    size_t pages;     /* pages the range spans */
+    size_t moved;     /* now on their target node (moved or already there) */
+    size_t untouched; /* never faulted in: no home yet, nothing to move */
+    size_t busy;      /* EBUSY: pinned, or under I/O */
+    size_t no_memory; /* ENOMEM: the target node is full */
+    size_t other;     /* any other per-page error */
+    uint64_t moved_bytes; /* bytes of the range in pages that changed node */
+} locus__page_move;
+
+/* move_pages(2) with MPOL_MF_MOVE over [memory, memory + bytes), in
+ * batches: page i of the range to node_of_page(arg, i). Fails only when a
+ * whole call fails (the per-page outcome is in *move). */
+typedef int (*locus__page_target_fn)(void *arg, size_t page);
+locus_status locus__move_pages(void *memory, size_t bytes,
+                               locus__page_target_fn node_of_page, void *arg,
+                               locus__page_move *move);
 
 #endif

@@ -383,6 +383,15 @@ def main():
             summary.group(4) != "0":
         problems.append("checks: " + summary.group(0) +
                         " (want nodes=2, fail=0, na=0)")
+    migrate = re.search(r"LOCUS-NUMA-MIGRATE nodes=(\d+) pass=(\d+) "
+                        r"fail=(\d+) na=(\d+)", text)
+    if any(t[0] == "test_numa_migrate" for t in tests):
+        if not migrate:
+            problems.append("no LOCUS-NUMA-MIGRATE line")
+        elif migrate.group(1) != "2" or migrate.group(3) != "0" or \
+                migrate.group(4) != "0":
+            problems.append("migrate checks: " + migrate.group(0) +
+                            " (want nodes=2, fail=0, na=0)")
     block = re.search(r"LOCUS-VM-JSON-BEGIN\n(.*)LOCUS-VM-JSON-END", text, re.S)
     if not block:
         problems.append("no locus numa --json output")
