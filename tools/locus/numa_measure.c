@@ -282,12 +282,21 @@ bool numa_measure(locus_context *context, const numa_options *options,
                   numa_view *view)
 {
     size_t n = view->node_count;
-    int *cpus = xmalloc(BENCH_READ_MAX_CPUS * sizeof *cpus);
+    /* Every node's readers first: the latency runs below pin this thread,
+     * and the cpus are taken from its allowed set. */
+    int *cpus = xmalloc(n * BENCH_READ_MAX_CPUS * sizeof *cpus);
+    size_t *readers = xmalloc(n * sizeof *readers);
     int threads = 0;
-    size_t first = 0;
-    for (size_t i = 0; i < n && first == 0; i++)
-        first = node_readers(context, n, &view->nodes[i].info, cpus, &threads);
-    choose_sizes(context, options, view, cpus, first);
+    size_t first = n;
+    for (size_t i = 0; i < n; i++) {
+        readers[i] = node_readers(context, n, &view->nodes[i].info,
+                                  cpus + i * BENCH_READ_MAX_CPUS, &threads);
+        if (readers[i] > 0 && first == n)
+            first = i;
+    }
+    choose_sizes(context, options, view,
+                 first < n ? cpus + first * BENCH_READ_MAX_CPUS : cpus,
+                 first < n ? readers[first] : 0);
     int repeat = options->repeat > 0 ? options->repeat : NUMA_DEFAULT_REPEAT;
     if (repeat > NUMA_MAX_REPEAT)
         repeat = NUMA_MAX_REPEAT;
@@ -303,19 +312,19 @@ bool numa_measure(locus_context *context, const numa_options *options,
     char error[256] = "";
     for (size_t i = 0; i < n; i++) {
         const locus_numa_node_info *reader = &view->nodes[i].info;
-        threads = 0;
-        size_t readers = node_readers(context, n, reader, cpus, &threads);
-        if (readers > 0)
-            view->threads_per_node[i] = (int)readers;
+        if (readers[i] > 0)
+            view->threads_per_node[i] = (int)readers[i];
         bool pinned = reader->cpu_count > 0 && pin_to(reader);
         for (size_t j = 0; j < n; j++) {
             int memory = view->nodes[j].info.os_index;
             progress_show("measuring threads on node %d, memory on node %d",
                           reader->os_index, memory);
-            spread rate = readers > 0 ? bandwidth(context, cpus, readers,
-                                                  memory, view->bandwidth_bytes,
-                                                  repeat, error, sizeof error)
-                                      : failed;
+            spread rate =
+                readers[i] > 0
+                    ? bandwidth(context, cpus + i * BENCH_READ_MAX_CPUS,
+                                readers[i], memory, view->bandwidth_bytes,
+                                repeat, error, sizeof error)
+                    : failed;
             spread load = pinned && next
                               ? latency(context, memory, view->latency_bytes,
                                         next, repeat, error, sizeof error)
@@ -332,6 +341,7 @@ bool numa_measure(locus_context *context, const numa_options *options,
     if (restore)
         sched_setaffinity(0, sizeof original, &original);
     free(next);
+    free(readers);
     free(cpus);
     snprintf(view->measure_error, sizeof view->measure_error, "%s", error);
     return true;
