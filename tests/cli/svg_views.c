@@ -101,6 +101,7 @@ static void bench_case(const char *name, bench_result *results, size_t count,
     request.op = BENCH_GEMM;
     request.op_word = "gemm";
     request.settings.repeat = 3;
+    request.settings.dtype = LOCUS_DTYPE_F32;
     bench_outcome outcome = {.results = results,
                              .result_count = count,
                              .skips = skips,

@@ -373,8 +373,9 @@ bool bench_svg_draw(svg_writer *svg, const bench_request *request,
         height += panel_height(&panels[d], legend_counts[d]) + PANEL_GAP;
     }
     char heading[200], note[300], footer[MAX_SKIP_LINES + 3][FOOTER_LINE];
-    snprintf(heading, sizeof heading, "locus bench %s: roofline",
-             request->op_word ? request->op_word : "");
+    snprintf(heading, sizeof heading, "locus bench %s %s: roofline",
+             request->op_word ? request->op_word : "",
+             locus_dtype_str(request->settings.dtype));
     snprintf(note, sizeof note,
              "%s%sbest of %d timed runs; intensity: counted flops over the "
              "fewest bytes the op must move",
