@@ -52,6 +52,21 @@ static locus_status check_dtype(locus_dtype dtype)
                        (int)dtype);
 }
 
+locus_status locus__check_math(locus_math_mode math, locus_dtype dtype,
+                               const char *op)
+{
+    if (math != LOCUS_MATH_FP32 && math != LOCUS_MATH_TF32 &&
+        math != LOCUS_MATH_3XTF32)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "%s math mode %d is unknown", op, (int)math);
+    if (math != LOCUS_MATH_FP32 && dtype != LOCUS_DTYPE_F32)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "%s math mode %s is for f32 operands, not %s", op,
+                           math == LOCUS_MATH_TF32 ? "tf32" : "3xtf32",
+                           locus_dtype_str(dtype));
+    return LOCUS_SUCCESS;
+}
+
 static locus_status check_record(const locus_record *record)
 {
     if (record && record->struct_size == 0)

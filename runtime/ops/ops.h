@@ -133,6 +133,13 @@ locus_status locus__checked_mul(size_t a, size_t b, size_t *out,
 /* A descriptor's struct_size against the size the op needs. */
 locus_status locus__check_struct(size_t given, size_t needed, const char *what);
 
+/* A math mode this version knows (else LOCUS_ERROR_INVALID_ARGUMENT), and
+ * one the dtype takes: TF32 and 3xTF32 say how f32 operands meet the
+ * tensor cores, so any other dtype is LOCUS_ERROR_NOT_SUPPORTED with
+ * them. `op` names the op in the messages. */
+locus_status locus__check_math(locus_math_mode math, locus_dtype dtype,
+                               const char *op);
+
 /* What every op checks besides its descriptor: the record, the dtype and
  * that the device (if any) is this context's. */
 locus_status locus__check_common(locus_context *context, locus_device *device,

@@ -107,7 +107,7 @@ static locus_status check_channels_and_algorithm(const locus_conv2d_desc *desc)
         return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                            "conv2d algorithm %d is unknown",
                            (int)desc->algorithm);
-    return LOCUS_SUCCESS;
+    return locus__check_math(desc->math, desc->dtype, "conv2d");
 }
 
 /* The tensors' sizes against size_t and against their buffers. */

@@ -82,17 +82,7 @@ static locus_status check_flags(const locus_gemm_desc *desc)
                            "gemm transpose flags %d, %d are not "
                            "LOCUS_NO_TRANS or LOCUS_TRANS",
                            (int)desc->trans_a, (int)desc->trans_b);
-    if (desc->math != LOCUS_MATH_FP32 && desc->math != LOCUS_MATH_TF32 &&
-        desc->math != LOCUS_MATH_3XTF32)
-        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                           "gemm math mode %d is unknown", (int)desc->math);
-    /* TF32 and 3xTF32 say how f32 operands meet the tensor cores. */
-    if (desc->math != LOCUS_MATH_FP32 && desc->dtype != LOCUS_DTYPE_F32)
-        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
-                           "gemm math mode %s is for f32 operands, not %s",
-                           desc->math == LOCUS_MATH_TF32 ? "tf32" : "3xtf32",
-                           locus_dtype_str(desc->dtype));
-    return LOCUS_SUCCESS;
+    return locus__check_math(desc->math, desc->dtype, "gemm");
 }
 
 locus_status locus__gemm_check(locus_context *context, locus_device *device,

@@ -383,6 +383,15 @@ static void test_conv2d(void)
     d.algorithm = (locus_conv_algorithm)8;
     TEST_ERROR(locus_conv2d(context, cpu, &d, input, filter, output, NULL),
                LOCUS_ERROR_INVALID_ARGUMENT, "algorithm 8");
+    d = desc;
+    d.math = (locus_math_mode)9;
+    TEST_ERROR(locus_conv2d(context, cpu, &d, input, filter, output, NULL),
+               LOCUS_ERROR_INVALID_ARGUMENT, "conv2d math mode 9 is unknown");
+    d.math = LOCUS_MATH_TF32; /* for f32 operands only, on every device */
+    d.dtype = LOCUS_DTYPE_F64;
+    TEST_ERROR(locus_conv2d(context, cpu, &d, input, filter, output, NULL),
+               LOCUS_ERROR_NOT_SUPPORTED,
+               "conv2d math mode tf32 is for f32 operands, not f64");
     TEST_ERROR(locus_conv2d(context, cpu, &desc, input, filter, input, NULL),
                LOCUS_ERROR_INVALID_ARGUMENT, NULL);
     TEST_ERROR(locus_conv2d(context, cpu, &desc, NULL, filter, output, NULL),
