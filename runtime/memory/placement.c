@@ -272,6 +272,26 @@ locus_status locus__move_pages(void *memory, size_t bytes,
                                                : LOCUS_ERROR_SYSTEM,
                                "move_pages over %zu pages: %s", batch,
                                strerror(errno));
+        /* Pages just faulted in may still sit in a cpu's LRU cache, which
+         * the kernel cannot isolate yet (EBUSY): a second ask finds them
+         * drained. */
+        for (int retry = 0; retry < 3; retry++) {
+            void *again[PAGES_PER_QUERY];
+            int again_nodes[PAGES_PER_QUERY], again_status[PAGES_PER_QUERY];
+            size_t index[PAGES_PER_QUERY], busy = 0;
+            for (size_t i = 0; i < batch; i++)
+                if (status[i] == -EBUSY) {
+                    again[busy] = pages[i];
+                    again_nodes[busy] = nodes[i];
+                    index[busy++] = i;
+                }
+            if (busy == 0 ||
+                move_pages(0, (unsigned long)busy, again, again_nodes,
+                           again_status, MPOL_MF_MOVE) < 0)
+                break;
+            for (size_t j = 0; j < busy; j++)
+                status[index[j]] = again_status[j];
+        }
         for (size_t i = 0; i < batch; i++) {
             int s = status[i];
             if (s == nodes[i]) {

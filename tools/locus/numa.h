@@ -48,6 +48,16 @@ typedef struct numa_process {
     uint64_t file_bytes_by_node[LOCUS_MAX_NUMA_NODES];
     int thread_count;
     int threads_by_node[LOCUS_MAX_NUMA_NODES]; /* by the cpu each last ran on */
+    /* Its Locus buffers, from the "migrate" lines of its LOCUS_RECORD
+     * file (the last line of each buffer), placed by a move_pages query of
+     * the process now, or as the line says when it cannot be asked. */
+    char record_path[256]; /* empty: the process sets no LOCUS_RECORD */
+    size_t buffer_count;
+    struct numa_buffer_view {
+        uint64_t id, address, bytes;
+        bool queried; /* bytes_by_node from move_pages, else recorded */
+        uint64_t bytes_by_node[LOCUS_MAX_NUMA_NODES];
+    } buffers[16];
 } numa_process;
 
 typedef struct numa_device_view {
@@ -58,6 +68,10 @@ typedef struct numa_device_view {
 typedef struct numa_finding {
     char kind[32]; /* stable name for scripts */
     char message[512];
+    /* The command line or setting that fixes it (a numactl, taskset or
+     * mpirun binding, a LOCUS_* value, a sysctl); empty when there is
+     * nothing to run (a firmware table). */
+    char fix[256];
 } numa_finding;
 
 typedef struct numa_options {
@@ -142,8 +156,9 @@ bool numa_counters_available(char *why, size_t capacity);
 
 /* numa_findings.c: the problems in plain words. */
 void numa_find(numa_view *view);
-void numa_add_finding(numa_view *view, const char *kind, const char *format,
-                      ...) __attribute__((format(printf, 3, 4)));
+void numa_add_finding(numa_view *view, const char *kind, const char *fix,
+                      const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* numa_report.c */
 void numa_write_text(const numa_view *view);

@@ -13,13 +13,14 @@
  * pages are libraries and stacks, not data. */
 #define PROCESS_MIN_BYTES ((uint64_t)16 << 20)
 
-void numa_add_finding(numa_view *view, const char *kind, const char *format,
-                      ...)
+void numa_add_finding(numa_view *view, const char *kind, const char *fix,
+                      const char *format, ...)
 {
     if (view->finding_count == NUMA_MAX_FINDINGS)
         return;
     numa_finding *finding = &view->findings[view->finding_count++];
     snprintf(finding->kind, sizeof finding->kind, "%s", kind);
+    snprintf(finding->fix, sizeof finding->fix, "%s", fix ? fix : "");
     va_list args;
     va_start(args, format);
     vsnprintf(finding->message, sizeof finding->message, format, args);
@@ -34,8 +35,13 @@ static void process_split(numa_view *view)
     if (!process || !process->ok)
         return;
     uint64_t total = 0, away = 0;
-    int thread_nodes = 0;
+    int thread_nodes = 0, memory_node = 0, thread_node = 0;
     for (int n = 0; n < LOCUS_MAX_NUMA_NODES; n++) {
+        if (process->anon_bytes_by_node[n] >
+            process->anon_bytes_by_node[memory_node])
+            memory_node = n;
+        if (process->threads_by_node[n] > process->threads_by_node[thread_node])
+            thread_node = n;
         total += process->anon_bytes_by_node[n];
         if (process->threads_by_node[n] == 0)
             away += process->anon_bytes_by_node[n];
@@ -47,8 +53,17 @@ static void process_split(numa_view *view)
     char away_text[32], total_text[32];
     format_bytes(away, away_text, sizeof away_text);
     format_bytes(total, total_text, sizeof total_text);
+    /* Run again with threads and memory on the memory's node; or, for the
+     * running process, move its memory to its threads (migratepages is
+     * numactl's). */
+    char fix[256];
+    snprintf(fix, sizeof fix,
+             "numactl --cpunodebind=%d --membind=%d %s (or now: "
+             "migratepages %d %d %d)",
+             memory_node, memory_node, process->command, process->pid,
+             memory_node, thread_node);
     numa_add_finding(
-        view, "threads-memory-apart",
+        view, "threads-memory-apart", fix,
         "process %d (%s): %s of its %s of anonymous memory is on nodes where "
         "none of its %d threads last ran, so most of its reads cross the "
         "interconnect; bind its threads near its data (numactl "
@@ -88,6 +103,8 @@ static void device_staging(numa_view *view)
         if (near == 0) {
             numa_add_finding(
                 view, "device-node-unknown",
+                "LOCUS_NUMA=node:N, N the GPU's node (nvidia-smi topo -m "
+                "or /sys/bus/pci/devices/<address>/numa_node)",
                 "%s (%s): its nearest NUMA node is unknown, so its staging "
                 "memory is not placed near it and its transfers are not "
                 "split into local and remote",
@@ -96,16 +113,22 @@ static void device_staging(numa_view *view)
         }
         int staging = first_node(near);
         const numa_node_view *node = node_by_os(view, staging);
+        char fix[256];
+        snprintf(fix, sizeof fix,
+                 "numactl --cpunodebind=%d --membind=%d <command>; under "
+                 "mpirun: --map-by ppr:1:numa --bind-to numa",
+                 staging, staging);
         if (view->this_system && node && node->info.cpu_count == 0)
             numa_add_finding(
-                view, "device-node-not-allowed",
+                view, "device-node-not-allowed", fix,
                 "%s is nearest node %d, but this process may run on none of "
                 "node %d's cpus (cpuset %s): the thread that stages its "
                 "copies runs remote to it",
                 name, staging, staging, view->cpus_allowed);
+        snprintf(fix, sizeof fix, "LOCUS_NUMA=node:%d", staging);
         if (default_node >= 0 && !(near >> default_node & 1u))
             numa_add_finding(
-                view, "staging-off-node",
+                view, "staging-off-node", fix,
                 "%s is nearest node %d, but buffers are placed on node %d by "
                 "default (LOCUS_NUMA=%s): every transfer to or from it reads "
                 "remote host memory; place its buffers with node:%d",
@@ -120,7 +143,7 @@ static void balancing(numa_view *view)
     uint64_t moved = view->migrated_after - view->migrated_before;
     if (moved > 0)
         numa_add_finding(
-            view, "pages-migrating",
+            view, "pages-migrating", "sysctl -w kernel.numa_balancing=0",
             "NUMA balancing moved %llu pages (%llu KiB) in the %.1f s this "
             "report took: some process's pages are moving between nodes, so "
             "placement seen at allocation does not last; bind memory "
@@ -143,8 +166,13 @@ static void narrow_cpuset(numa_view *view)
                 snprintf(without + used, sizeof without - used, "%s%d",
                          used ? ", " : "", view->nodes[i].info.os_index);
             }
+        char fix[256];
+        snprintf(fix, sizeof fix,
+                 "taskset -c %.160s <command>; under mpirun: --map-by "
+                 "ppr:1:numa --bind-to numa (a rank a node)",
+                 view->cpus_online);
         numa_add_finding(
-            view, "narrow-cpuset",
+            view, "narrow-cpuset", fix,
             "this process may use %d of the machine's %d cpus (%s of %s), "
             "so Locus starts %d workers%s%s%s",
             view->cpus_allowed_count, view->cpus_online_count,
@@ -155,6 +183,8 @@ static void narrow_cpuset(numa_view *view)
     if (view->mems_allowed[0] && view->nodes_online[0] &&
         strcmp(view->mems_allowed, view->nodes_online) != 0)
         numa_add_finding(view, "narrow-mems",
+                         "numactl --membind=all <command> (outside the "
+                         "cpuset), or LOCUS_NUMA=interleave within it",
                          "this process may allocate only on nodes %s of %s "
                          "(cpuset.mems): node:N placement elsewhere fails",
                          view->mems_allowed, view->nodes_online);
@@ -166,13 +196,16 @@ static void topology_shape(numa_view *view)
     for (size_t i = 0; i < view->node_count; i++) {
         const locus_numa_node_info *node = &view->nodes[i].info;
         if (node->cpu_count == 0 && node->memory_bytes > 0 &&
-            view->cpus_allowed_count >= view->cpus_online_count)
+            view->cpus_allowed_count >= view->cpus_online_count) {
+            char fix[64];
+            snprintf(fix, sizeof fix, "LOCUS_NUMA=node:%d", node->os_index);
             numa_add_finding(
-                view, "memory-only-node",
+                view, "memory-only-node", fix,
                 "node %d has memory but no cpus (HBM, CXL or persistent "
                 "memory): `local` placement never puts pages there; use "
                 "node:%d for data that belongs there",
                 node->os_index, node->os_index);
+        }
     }
     size_t n = view->node_count;
     for (size_t i = 0; i < n; i++)
@@ -180,7 +213,7 @@ static void topology_shape(numa_view *view)
             unsigned d = view->distances[i * n + j];
             unsigned back = view->distances[j * n + i];
             if (d != back && d && back)
-                numa_add_finding(view, "asymmetric-distance",
+                numa_add_finding(view, "asymmetric-distance", NULL,
                                  "the distance from node %d to node %d is %u, "
                                  "but %u the other way",
                                  view->nodes[i].info.os_index,

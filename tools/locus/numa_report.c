@@ -229,6 +229,31 @@ static void print_devices(const numa_view *view)
     table_free(&t);
 }
 
+/* Its Locus buffers, by the "migrate" lines of its LOCUS_RECORD. */
+static void print_buffers(const numa_process *process)
+{
+    if (!process->record_path[0])
+        return;
+    printf("\nprocess %d: Locus buffers in %s (\"migrate\" lines)\n",
+           process->pid, process->record_path);
+    if (process->buffer_count == 0)
+        printf("  none moved yet\n");
+    for (size_t i = 0; i < process->buffer_count; i++) {
+        const struct numa_buffer_view *b = &process->buffers[i];
+        char bytes[32];
+        format_bytes(b->bytes, bytes, sizeof bytes);
+        printf("  buffer %llu at 0x%llx, %s:", (unsigned long long)b->id,
+               (unsigned long long)b->address, bytes);
+        for (int n = 0; n < LOCUS_MAX_NUMA_NODES; n++)
+            if (b->bytes_by_node[n]) {
+                char on[32];
+                format_bytes(b->bytes_by_node[n], on, sizeof on);
+                printf(" node %d %s", n, on);
+            }
+        printf(" (%s)\n", b->queried ? "pages now" : "as recorded");
+    }
+}
+
 static void print_process(const numa_process *process)
 {
     if (!process->ok) {
@@ -260,6 +285,7 @@ static void print_process(const numa_process *process)
            process->pid, process->command);
     table_print(&t, stdout, 2);
     table_free(&t);
+    print_buffers(process);
 }
 
 void numa_write_text(const numa_view *view)
@@ -283,9 +309,12 @@ void numa_write_text(const numa_view *view)
     if (!view->this_system)
         printf("  (only the topology's own shape is judged: %s)\n",
                view->not_measured);
-    for (size_t i = 0; i < view->finding_count; i++)
+    for (size_t i = 0; i < view->finding_count; i++) {
         printf("  - [%s] %s\n", view->findings[i].kind,
                view->findings[i].message);
+        if (view->findings[i].fix[0])
+            printf("    fix: %s\n", view->findings[i].fix);
+    }
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -513,6 +542,38 @@ static void json_process(json_writer *json, const numa_process *process)
         json_end_object(json);
     }
     json_end_array(json);
+    json_key(json, "record_path");
+    json_string_or_null(json,
+                        process->record_path[0] ? process->record_path : NULL);
+    json_key(json, "buffers");
+    json_begin_array(json);
+    for (size_t i = 0; i < process->buffer_count; i++) {
+        const struct numa_buffer_view *b = &process->buffers[i];
+        json_begin_object(json);
+        json_key(json, "id");
+        json_uint(json, b->id);
+        json_key(json, "address");
+        json_uint(json, b->address);
+        json_key(json, "bytes");
+        json_uint(json, b->bytes);
+        json_key(json, "source");
+        json_string(json, b->queried ? "move_pages" : "record");
+        json_key(json, "by_node");
+        json_begin_array(json);
+        for (int n = 0; n < LOCUS_MAX_NUMA_NODES; n++) {
+            if (!b->bytes_by_node[n])
+                continue;
+            json_begin_object(json);
+            json_key(json, "node");
+            json_int(json, n);
+            json_key(json, "bytes");
+            json_uint(json, b->bytes_by_node[n]);
+            json_end_object(json);
+        }
+        json_end_array(json);
+        json_end_object(json);
+    }
+    json_end_array(json);
     json_end_object(json);
 }
 
@@ -565,6 +626,9 @@ void numa_write_json(const numa_view *view, FILE *out)
         json_string(&json, view->findings[i].kind);
         json_key(&json, "message");
         json_string(&json, view->findings[i].message);
+        json_key(&json, "fix");
+        json_string_or_null(
+            &json, view->findings[i].fix[0] ? view->findings[i].fix : NULL);
         json_end_object(&json);
     }
     json_end_array(&json);

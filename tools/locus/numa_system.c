@@ -247,6 +247,114 @@ static void add_mapping(char *line, numa_process *process)
     }
 }
 
+/* The LOCUS_RECORD of process pid, from its environment; a relative path
+ * is the process's, so it is taken from its working directory. */
+static bool record_path_of(int pid, char *path, size_t capacity)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/proc/%d/environ", pid);
+    FILE *file = fopen(name, "r");
+    if (!file)
+        return false;
+    char entry[4096];
+    size_t used = 0;
+    bool found = false;
+    int c;
+    while (!found && (c = fgetc(file)) != EOF) {
+        if (c != '\0' && used + 1 < sizeof entry) {
+            entry[used++] = (char)c;
+            continue;
+        }
+        entry[used] = '\0';
+        used = 0;
+        if (strncmp(entry, "LOCUS_RECORD=", 13) == 0 && entry[13]) {
+            if (entry[13] == '/')
+                snprintf(path, capacity, "%.200s", entry + 13);
+            else
+                snprintf(path, capacity, "/proc/%d/cwd/%.200s", pid,
+                         entry + 13);
+            found = true;
+        }
+    }
+    fclose(file);
+    return found;
+}
+
+static uint64_t json_number(const char *line, const char *key, bool *found)
+{
+    const char *at = strstr(line, key);
+    *found = at != NULL;
+    return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+}
+
+/* Where a buffer's pages are now, asked of the process itself:
+ * move_pages(2) with no targets, at most 1024 pages spread evenly. */
+static bool query_buffer(int pid, struct numa_buffer_view *buffer)
+{
+    long page_size = sysconf(_SC_PAGESIZE);
+    uint64_t page = page_size > 0 ? (uint64_t)page_size : 4096;
+    uint64_t first = buffer->address & ~(page - 1);
+    uint64_t total = (buffer->address + buffer->bytes - 1 - first) / page + 1;
+    enum { SAMPLES = 1024 };
+    void *pages[SAMPLES];
+    int status[SAMPLES];
+    size_t count = total < SAMPLES ? (size_t)total : SAMPLES;
+    for (size_t i = 0; i < count; i++)
+        pages[i] =
+            (void *)(uintptr_t)(first + (count == total
+                                             ? i
+                                             : i * (total - 1) / (count - 1)) *
+                                            page);
+    if (syscall(SYS_move_pages, pid, (unsigned long)count, pages, NULL, status,
+                0) != 0)
+        return false;
+    memset(buffer->bytes_by_node, 0, sizeof buffer->bytes_by_node);
+    for (size_t i = 0; i < count; i++)
+        if (status[i] >= 0 && status[i] < LOCUS_MAX_NUMA_NODES)
+            buffer->bytes_by_node[status[i]] += buffer->bytes / count;
+    return true;
+}
+
+/* The buffers the process's "migrate" lines name, each by its last line. */
+static void read_buffers(int pid, numa_process *process)
+{
+    if (!record_path_of(pid, process->record_path, sizeof process->record_path))
+        return;
+    FILE *file = fopen(process->record_path, "r");
+    if (!file)
+        return;
+    char own[32], line[4096];
+    snprintf(own, sizeof own, "\"pid\":%d,", pid);
+    while (fgets(line, sizeof line, file)) {
+        if (!strstr(line, own) || !strstr(line, "\"op\":\"migrate\""))
+            continue;
+        bool has_id, has_address, has_bytes, has_node;
+        struct numa_buffer_view seen = {0};
+        seen.id = json_number(line, "\"buffer_id\":", &has_id);
+        seen.address = json_number(line, "\"buffer_address\":", &has_address);
+        seen.bytes = json_number(line, "\"bytes\":", &has_bytes);
+        const char *at = strstr(line, "\"migrate_node\":");
+        has_node = at != NULL;
+        int node = has_node ? atoi(at + strlen("\"migrate_node\":")) : -1;
+        if (!has_id || !has_address || !has_bytes || seen.bytes == 0)
+            continue;
+        if (node >= 0 && node < LOCUS_MAX_NUMA_NODES)
+            seen.bytes_by_node[node] = seen.bytes;
+        size_t slot = 0;
+        while (slot < process->buffer_count &&
+               process->buffers[slot].id != seen.id)
+            slot++;
+        if (slot == sizeof process->buffers / sizeof process->buffers[0])
+            continue; /* the first ones are shown */
+        process->buffers[slot] = seen;
+        if (slot == process->buffer_count)
+            process->buffer_count++;
+    }
+    fclose(file);
+    for (size_t i = 0; i < process->buffer_count; i++)
+        process->buffers[i].queried = query_buffer(pid, &process->buffers[i]);
+}
+
 void numa_read_process(int pid, numa_process *process)
 {
     memset(process, 0, sizeof *process);
@@ -271,6 +379,7 @@ void numa_read_process(int pid, numa_process *process)
         add_mapping(line, process);
     fclose(file);
     read_threads(pid, process);
+    read_buffers(pid, process);
     process->ok = true;
 }
 

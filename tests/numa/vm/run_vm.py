@@ -245,9 +245,23 @@ echo "== locus numa --pid 1"
 LOCUS_BACKENDS=cpu %(locus)s numa --no-measure --pid 1 >/tmp/pid.txt 2>&1
 echo "LOCUS-VM-EXIT locus-numa-pid=$?"
 sed -n '/^process/,/^$/p' /tmp/pid.txt
+%(remote)s
 echo "LOCUS-VM-END"
 } >/dev/ttyS1 2>&1
 poweroff -f
+"""
+
+REMOTE = """echo "== locus numa --pid (memory deliberately remote)"
+LOCUS_RECORD=/tmp/remote.jsonl LOCUS_BACKENDS=cpu %(program)s /tmp/remote.ready &
+REMOTE_PID=$!
+for i in $(seq 1 100); do [ -e /tmp/remote.ready ] && break; sleep 0.2; done
+LOCUS_BACKENDS=cpu %(locus)s numa --no-measure --pid $REMOTE_PID
+LOCUS_BACKENDS=cpu %(locus)s numa --no-measure --json --pid $REMOTE_PID >/tmp/remote.json
+echo "LOCUS-VM-EXIT locus-numa-pid-remote=$?"
+echo "LOCUS-VM-REMOTE-BEGIN"
+cat /tmp/remote.json
+echo "LOCUS-VM-REMOTE-END"
+kill $REMOTE_PID
 """
 
 TEST = """echo "== %(name)s"
@@ -256,12 +270,13 @@ echo "LOCUS-VM-EXIT %(name)s=$?"
 """
 
 
-def build_initramfs(busybox, locus, tests, extra_files):
+def build_initramfs(busybox, locus, tests, extra_files, remote=None):
     archive = Cpio()
     for directory in ("proc", "sys", "dev", "tmp", "bin", "sbin"):
         archive.directory(directory)
     archive.copy(busybox, "/bin/busybox")
-    programs = [locus] + [t[1][0] for t in tests] + extra_files
+    programs = [locus] + [t[1][0] for t in tests] + extra_files + \
+        ([remote] if remote else [])
     for program in programs:
         archive.copy(program)
         for library in shared_libraries(program):
@@ -270,7 +285,9 @@ def build_initramfs(busybox, locus, tests, extra_files):
                             "command": " ".join(os.path.abspath(a) if os.path.exists(a) else a
                                                 for a in command)}
                     for name, command in tests)
-    archive.file("/init", (INIT % {"tests": steps,
+    remote_steps = REMOTE % {"program": os.path.abspath(remote),
+                             "locus": os.path.abspath(locus)} if remote else ""
+    archive.file("/init", (INIT % {"tests": steps, "remote": remote_steps,
                                    "locus": os.path.abspath(locus)}).encode())
     return gzip.compress(archive.finish(), compresslevel=1)
 
@@ -308,6 +325,39 @@ def check_numa_json(text):
     return problems
 
 
+REMOTE_BYTES = 32 << 20
+
+
+def check_remote(text):
+    """`locus numa --pid` on a process with 32 MiB on node 1 and its only
+    thread on node 0: the finding names its fix, and the buffer shows on
+    node 1 from the process's records."""
+    block = re.search(r"LOCUS-VM-REMOTE-BEGIN\n(.*)LOCUS-VM-REMOTE-END", text,
+                      re.S)
+    if not block:
+        return ["no locus numa --pid output for the remote process"]
+    try:
+        report = json.loads(block.group(1))
+    except ValueError as error:
+        return ["locus numa --pid --json is not JSON: %s" % error]
+    problems = []
+    apart = [f for f in report.get("findings", [])
+             if f.get("kind") == "threads-memory-apart"]
+    if not apart or not (apart[0].get("fix") or "").startswith(
+            "numactl --cpunodebind=1 --membind=1 "):
+        problems.append("remote process: no threads-memory-apart finding "
+                        "with fix 'numactl --cpunodebind=1 --membind=1 ...': "
+                        "%s" % report.get("findings"))
+    buffers = (report.get("process") or {}).get("buffers") or []
+    if not any(b.get("bytes") == REMOTE_BYTES and
+               b.get("source") == "move_pages" and
+               b.get("by_node") == [{"node": 1, "bytes": REMOTE_BYTES}]
+               for b in buffers):
+        problems.append("remote process: buffers %s, expected 32 MiB on node "
+                        "1 by move_pages" % buffers)
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cache", required=True,
@@ -318,6 +368,8 @@ def main():
     parser.add_argument("--fake-device", help="the fake device module (.so)")
     parser.add_argument("--test", action="append", default=[],
                         help="another test program to run inside")
+    parser.add_argument("--remote-process",
+                        help="numa_remote_process, for locus numa --pid")
     parser.add_argument("--timeout", type=float, default=540)
     args = parser.parse_args()
 
@@ -342,7 +394,8 @@ def main():
         tests.append((os.path.basename(path), [path]))
     initramfs = os.path.join(args.cache, "initramfs.cpio.gz")
     with open(initramfs, "wb") as f:
-        f.write(build_initramfs(busybox, args.locus, tests, extra))
+        f.write(build_initramfs(busybox, args.locus, tests, extra,
+                                args.remote_process))
 
     results = os.path.join(args.cache, "results.txt")
     console = os.path.join(args.cache, "console.txt")
@@ -397,6 +450,8 @@ def main():
         problems.append("no locus numa --json output")
     else:
         problems += check_numa_json(block.group(1))
+    if args.remote_process:
+        problems += check_remote(text)
     passed = int(summary.group(2)) if summary else 0
     if problems:
         for problem in problems:
