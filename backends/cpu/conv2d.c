@@ -56,6 +56,12 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
     const locus_services *services = s->services;
 
     int f64 = desc->dtype == LOCUS_DTYPE_F64;
+    /* TF32 and 3XTF32 trade f32 precision for speed: no meaning in f64. */
+    if (f64 && desc->math != LOCUS_MATH_FP32)
+        return services->fail(LOCUS_ERROR_NOT_SUPPORTED,
+                              "conv2d math mode %d is f32-only: dtype f64 "
+                              "takes the default math mode",
+                              (int)desc->math);
     if (!f64) {
         locus_status status = locus__cpu_check_dtype(s, "conv2d", desc->dtype);
         if (status != LOCUS_SUCCESS)
