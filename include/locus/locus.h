@@ -694,6 +694,13 @@ LOCUS_API void locus_reduce_desc_init(locus_reduce_desc *desc);
  *   any other. Where the extreme is a zero, the CPU backend returns the
  *   first zero in index order (its sign); the GPU backends may return
  *   either sign.
+ * - f64 (new in 0.3): the same rules on doubles. The sum is compensated
+ *   (TwoSum into (sum, error) pairs, folded in a fixed order, so the same
+ *   bits every run): with u = 2^-53, S the exact sum and n the count, it
+ *   is within u sum|x| + 2u|S| + 4n u^2 sum|x| on the CPU and OpenCL and
+ *   within 2u|S| + (n u)^2 sum|x| on CUDA; an overflowing partial sum
+ *   whose total is finite still gives the finite total. min and max are
+ *   exact. bf16 and f16 are not reduce types (LOCUS_ERROR_NOT_SUPPORTED).
  * Every op takes a device, or NULL for the scheduler's choice (LOCUS_DEVICE),
  * and an optional record to fill (NULL: none). Every op, reduce, gemm and
  * conv2d, refuses with LOCUS_ERROR_INVALID_ARGUMENT a device or a buffer
@@ -721,9 +728,23 @@ typedef enum locus_math_mode {
  * the row length of A as stored (k, or m when transposed), likewise ldb, and
  * ldc >= n (0: that tight value).
  *
- * The Reference BLAS rules hold on every backend, kernel and math mode, for
- * every transpose and leading dimension, and through locus_enqueue_gemm and
- * locus_gemm_split alike (alpha and beta as the f32 op rounds them):
+ * dtype (new in 0.3 beyond f32): f64 is DGEMM, every matrix in doubles and
+ * alpha and beta used as doubles; bf16 and f16 hold A and B, C is f32, the
+ * products accumulate in f32 and alpha and beta are rounded to f32. The
+ * math modes TF32 and 3xTF32 are f32's (any other dtype with them:
+ * LOCUS_ERROR_NOT_SUPPORTED); locus_gemm_split takes f32 only. Error per
+ * element of C against the exact product of the stored values, with
+ * P = |alpha| sum_l |a_il b_lj| + |beta c_ij|:
+ *  - f64, u = 2^-53: within 2(k+4) u P on every backend (the tests check
+ *    2(k+3) u P on the CPU, 2(k+2) u P on OpenCL, (k+4) u |alpha| sum|ab|
+ *    + 2u |beta c| on CUDA's FP64 tensor cores).
+ *  - bf16, f16, u = 2^-24: within 2(k+3) u P + (k+1) 2^-126 on the CPU
+ *    (the AVX512-BF16 dot product flushes tiny partial sums) and within
+ *    (8 + 8 sqrt(k)) u P on CUDA's tensor cores.
+ * The Reference BLAS rules hold on every backend, kernel, dtype and math
+ * mode, for every transpose and leading dimension, and through
+ * locus_enqueue_gemm and locus_gemm_split alike (alpha and beta as the op
+ * rounds them: to f32 but for f64):
  *  - beta == 0: C is only written, never read; NaN or inf in C never
  *    survive.
  *  - alpha == 0 or k == 0: C = beta C, and A and B are not read (NaN or
@@ -806,7 +827,13 @@ LOCUS_API locus_status locus_device_offers(const locus_device *device,
 /* Input NCHW (batch x in_channels x in_height x in_width), filter KCRS
  * (out_channels x in_channels x kernel_height x kernel_width), output NKPQ
  * with P = (in_height + 2 pad_h - kernel_height) / stride_h + 1, likewise Q.
- * Zero padding; cross-correlation, as in every deep-learning library. */
+ * Zero padding; cross-correlation, as in every deep-learning library.
+ * dtype (new in 0.3 beyond f32): f64 on every backend by im2col (auto
+ * takes it; MEC, the implicit GEMM and Winograd are not offered in f64),
+ * within 2(CRS+4) 2^-53 sum|x f| of the exact sum of each output (CRS:
+ * in_channels x kernel_height x kernel_width); bf16 and f16 input and
+ * filter with an f32 output on CUDA (im2col), within the half gemm's
+ * bound with k = CRS. The TF32 math modes are f32's, as for gemm. */
 typedef struct locus_conv2d_desc {
     size_t struct_size;
     locus_dtype dtype;
