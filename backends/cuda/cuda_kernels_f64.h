@@ -52,19 +52,29 @@ typedef struct locus__cuda_dgemm {
  * others name one (for the benchmark that compares them). */
 enum {
     LOCUS_CUDA_DGEMM_AUTO = 0,
-    LOCUS_CUDA_DGEMM_SIMT = 1,         /* FP64 FMA units, any GPU */
-    LOCUS_CUDA_DGEMM_DMMA_128_K4 = 2,  /* 128x128x16, mma m16n8k4 */
-    LOCUS_CUDA_DGEMM_DMMA_128_K8 = 3,  /* 128x128x16, mma m16n8k8 */
-    LOCUS_CUDA_DGEMM_DMMA_128_K16 = 4, /* 128x128x16, mma m16n8k16 */
-    LOCUS_CUDA_DGEMM_DMMA_64_K8 = 5,   /* 64x64x16, mma m16n8k8 */
-    LOCUS_CUDA_DGEMM_DMMA_128x64_K8 = 6,
-    LOCUS_CUDA_DGEMM_KERNELS = 7
+    LOCUS_CUDA_DGEMM_SIMT = 1,           /* FP64 FMA units, any GPU */
+    LOCUS_CUDA_DGEMM_DMMA_128_K4 = 2,    /* 128x128x16, mma m16n8k4 */
+    LOCUS_CUDA_DGEMM_DMMA_128_K8 = 3,    /* 128x128x16, mma m16n8k8 */
+    LOCUS_CUDA_DGEMM_DMMA_128_K16 = 4,   /* 128x128x16, mma m16n8k16 */
+    LOCUS_CUDA_DGEMM_DMMA_64_K8 = 5,     /* 64x64x16, mma m16n8k8 */
+    LOCUS_CUDA_DGEMM_DMMA_128x64_K8 = 6, /* 128x64x16, 2 blocks an SM */
+    LOCUS_CUDA_DGEMM_DMMA_128x64_K4 = 7,
+    LOCUS_CUDA_DGEMM_DMMA_128x64_K16 = 8,
+    LOCUS_CUDA_DGEMM_DMMA_64x128_K8 = 9,    /* warps of 32x64 */
+    LOCUS_CUDA_DGEMM_DMMA_128_BK32 = 10,    /* 128x128x32, 3 stages */
+    LOCUS_CUDA_DGEMM_DMMA_128x64_BK32 = 11, /* 128x64x32, 2 stages */
+    LOCUS_CUDA_DGEMM_DMMA_128x64_W8 = 12,   /* 8 warps of 32x32 */
+    LOCUS_CUDA_DGEMM_DMMA_128_W16 = 13,     /* 16 warps of 32x32 */
+    LOCUS_CUDA_DGEMM_KERNELS = 14
 };
 
 /* The kernel AUTO takes for g on a device of compute capability
  * cc_major.x with `sms` multiprocessors: the FP64 tensor-core kernels
- * (mma.sync f64 m16n8k*, PTX for sm_90 and newer) from 9.0, their block
- * tile by how many tiles the shape makes against the SMs; SIMT below. */
+ * (mma.sync f64 m16n8k*, PTX for sm_90 and newer) from 9.0, by
+ * gemm_f64.cu's table (the first kernel whose block tile makes enough
+ * tiles for the SMs); SIMT below. The k4/k16/BK32/W* variants take 16-byte
+ * copies; with operands that allow only 8-byte ones they run as the plain
+ * k8 kernel of their block tile (128x64 or 128x128). */
 int locus__cuda_dgemm_choose(const locus__cuda_dgemm *g, int cc_major, int sms);
 /* Enqueues g through `kernel` (AUTO: chosen as above). */
 cudaError_t locus__cuda_dgemm_run(const locus__cuda_dgemm *g, int kernel,

@@ -35,7 +35,6 @@
 namespace
 {
 
-constexpr int kBk = 16; /* k per stage */
 constexpr int kPad = 4; /* doubles of padding per shared row */
 constexpr unsigned kGroupRows = 8;
 
@@ -84,21 +83,21 @@ template <int Pending> __device__ __forceinline__ void copy_async_wait()
     asm volatile("cp.async.wait_group %0;" ::"n"(Pending));
 }
 
-/* Doubles of one stage of an operand whose tile is Mn wide. */
-template <bool KContig, int Mn>
+/* Doubles of one stage of an operand whose tile is Mn wide, Bk deep. */
+template <bool KContig, int Mn, int Bk>
 __host__ __device__ constexpr int stage_doubles()
 {
-    return KContig ? Mn * (kBk + kPad) : kBk * (Mn + kPad);
+    return KContig ? Mn * (Bk + kPad) : Bk * (Mn + kPad);
 }
 
-/* Issues the copies of the Mn x 16 tile at (mn0, k0) into s: thread idx's
+/* Issues the copies of the Mn x Bk tile at (mn0, k0) into s: thread idx's
  * vectors sit in one column of the stored tile, every RowStep-th row. */
-template <bool KContig, int Mn, int Threads, int Vec>
+template <bool KContig, int Mn, int Bk, int Threads, int Vec>
 __device__ __forceinline__ void load_tile(double *s, const View &v, size_t mn0,
                                           size_t k0)
 {
-    constexpr int kInner = KContig ? kBk : Mn; /* doubles a stored row */
-    constexpr int kRows = KContig ? Mn : kBk;
+    constexpr int kInner = KContig ? Bk : Mn; /* doubles a stored row */
+    constexpr int kRows = KContig ? Mn : Bk;
     constexpr int kLds = kInner + kPad;
     constexpr int kPerRow = kInner / Vec;
     static_assert(Threads % kPerRow == 0, "threads cover whole rows");
@@ -206,11 +205,12 @@ __device__ __forceinline__ void store2(const Problem &p, double *c, size_t row,
 }
 
 /* The tensor-core kernel's shape: Bm x Bn block tile of WarpsM x WarpsN
- * warps, mma m16n8kK. */
+ * warps, mma m16n8kK, Bk of k a stage. */
 template <int Bm, int Bn, int WarpsM, int WarpsN, int K, int Stages,
-          int MinBlocks>
+          int MinBlocks, int Bk = 16>
 struct Shape {
     static constexpr int kBm = Bm, kBn = Bn, kK = K, kStages = Stages;
+    static constexpr int kBk = Bk;
     static constexpr int kWarpsN = WarpsN;
     static constexpr int kThreads = 32 * WarpsM * WarpsN;
     static constexpr int kMinBlocks = MinBlocks;
@@ -224,8 +224,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
                 unsigned tiles_n)
 {
     constexpr bool kAK = !TransA, kBK = TransB; /* k-contiguous operands */
-    constexpr int kAD = stage_doubles<kAK, S::kBm>();
-    constexpr int kBD = stage_doubles<kBK, S::kBn>();
+    constexpr int kBk = S::kBk;
+    constexpr int kAD = stage_doubles<kAK, S::kBm, kBk>();
+    constexpr int kBD = stage_doubles<kBK, S::kBn, kBk>();
     constexpr int kLda = kAK ? kBk + kPad : S::kBm + kPad;
     constexpr int kLdb = kBK ? kBk + kPad : S::kBn + kPad;
     constexpr int kK = S::kK;
@@ -258,10 +259,10 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
 #pragma unroll
     for (int s = 0; s < S::kStages - 1; s++) {
         if ((size_t)s < tiles) {
-            load_tile<kAK, S::kBm, S::kThreads, Vec>(as + s * kAD, va, m0,
-                                                     (size_t)s * kBk);
-            load_tile<kBK, S::kBn, S::kThreads, Vec>(bs + s * kBD, vb, n0,
-                                                     (size_t)s * kBk);
+            load_tile<kAK, S::kBm, kBk, S::kThreads, Vec>(as + s * kAD, va, m0,
+                                                          (size_t)s * kBk);
+            load_tile<kBK, S::kBn, kBk, S::kThreads, Vec>(bs + s * kBD, vb, n0,
+                                                          (size_t)s * kBk);
         }
         copy_async_commit();
     }
@@ -274,10 +275,10 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
         const size_t next = kt + S::kStages - 1;
         if (next < tiles) {
             const int stage = (int)(next % S::kStages);
-            load_tile<kAK, S::kBm, S::kThreads, Vec>(as + stage * kAD, va, m0,
-                                                     next * kBk);
-            load_tile<kBK, S::kBn, S::kThreads, Vec>(bs + stage * kBD, vb, n0,
-                                                     next * kBk);
+            load_tile<kAK, S::kBm, kBk, S::kThreads, Vec>(as + stage * kAD, va,
+                                                          m0, next * kBk);
+            load_tile<kBK, S::kBn, kBk, S::kThreads, Vec>(bs + stage * kBD, vb,
+                                                          n0, next * kBk);
         }
         copy_async_commit();
 
@@ -328,15 +329,15 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
 /* The SIMT kernel: 64 x 64 tiles, 256 threads of 4 x 4 outputs, k 16 a
  * step through shared memory ([k][m] and [k][n], so each thread reads
  * its four rows and four columns as runs). */
-constexpr int kSimtTile = 64, kSimtThreads = 256;
+constexpr int kSimtTile = 64, kSimtThreads = 256, kSimtBk = 16;
 
 template <bool TransA, bool TransB>
 __global__ void __launch_bounds__(kSimtThreads)
     simt_kernel(const Problem p, size_t z_base, unsigned tiles_m,
                 unsigned tiles_n)
 {
-    __shared__ double sa[kBk][kSimtTile + 1];
-    __shared__ double sb[kBk][kSimtTile + 1];
+    __shared__ double sa[kSimtBk][kSimtTile + 1];
+    __shared__ double sb[kSimtBk][kSimtTile + 1];
     unsigned tile_m, tile_n;
     if (!grouped_tile(tiles_m, tiles_n, tile_m, tile_n))
         return;
@@ -347,18 +348,18 @@ __global__ void __launch_bounds__(kSimtThreads)
                  n0 = (size_t)tile_n * kSimtTile;
     const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;
     double acc[4][4] = {};
-    for (size_t k0 = 0; k0 < p.k; k0 += kBk) {
+    for (size_t k0 = 0; k0 < p.k; k0 += kSimtBk) {
         /* 64 x 16 = 1024 elements an operand, four a thread. */
-        for (int e = threadIdx.x; e < kSimtTile * kBk; e += kSimtThreads) {
+        for (int e = threadIdx.x; e < kSimtTile * kSimtBk; e += kSimtThreads) {
             /* Consecutive threads along the stored-contiguous dimension. */
-            const int kk = TransA ? e / kSimtTile : e % kBk;
-            const int mm = TransA ? e % kSimtTile : e / kBk;
+            const int kk = TransA ? e / kSimtTile : e % kSimtBk;
+            const int mm = TransA ? e % kSimtTile : e / kSimtBk;
             const size_t gm = m0 + mm, gk = k0 + kk;
             sa[kk][mm] = gm < p.m && gk < p.k ? (TransA ? a[gk * p.lda + gm]
                                                         : a[gm * p.lda + gk])
                                               : 0.0;
-            const int kb = TransB ? e % kBk : e / kSimtTile;
-            const int nn = TransB ? e / kBk : e % kSimtTile;
+            const int kb = TransB ? e % kSimtBk : e / kSimtTile;
+            const int nn = TransB ? e / kSimtBk : e % kSimtTile;
             const size_t gn = n0 + nn, gkb = k0 + kb;
             sb[kb][nn] = gn < p.n && gkb < p.k ? (TransB ? b[gn * p.ldb + gkb]
                                                          : b[gkb * p.ldb + gn])
@@ -366,7 +367,7 @@ __global__ void __launch_bounds__(kSimtThreads)
         }
         __syncthreads();
 #pragma unroll
-        for (int kk = 0; kk < kBk; kk++) {
+        for (int kk = 0; kk < kSimtBk; kk++) {
             double ra[4], rb[4];
 #pragma unroll
             for (int x = 0; x < 4; x++) {
@@ -421,10 +422,10 @@ cudaError_t launch_grid(Kernel kernel, int threads, int shared_bytes,
 template <class S, bool TransA, bool TransB, int Vec>
 cudaError_t launch_dmma(const Problem &p, cudaStream_t stream)
 {
-    constexpr int kBytes =
-        S::kStages *
-        (stage_doubles<!TransA, S::kBm>() + stage_doubles<TransB, S::kBn>()) *
-        (int)sizeof(double);
+    constexpr int kBytes = S::kStages *
+                           (stage_doubles<!TransA, S::kBm, S::kBk>() +
+                            stage_doubles<TransB, S::kBn, S::kBk>()) *
+                           (int)sizeof(double);
     auto kernel = dmma_kernel<S, TransA, TransB, Vec>;
     const cudaError_t err = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
@@ -453,12 +454,21 @@ cudaError_t launch_dmma_variant(const Problem &p, bool vec, cudaStream_t stream)
 /* 128 x 128, 8 warps of 64 x 32, one block an SM (the accumulators take
  * 128 registers a thread), 4 stages; 128 x 64 (two blocks an SM) and
  * 64 x 64 (three), 3 stages, so that their shared memory fits beside each
- * other. */
+ * other. The others trade the same resources differently, to be measured:
+ * k 32 a stage (half the barriers per flop, fewer stages), more warps of
+ * 32 x 32 (more latency hidden, more shared-memory reads per mma). */
 using Big4 = Shape<128, 128, 2, 4, 4, 4, 1>;
 using Big8 = Shape<128, 128, 2, 4, 8, 4, 1>;
 using Big16 = Shape<128, 128, 2, 4, 16, 4, 1>;
 using Small8 = Shape<64, 64, 2, 2, 8, 3, 3>;
 using Mid8 = Shape<128, 64, 2, 2, 8, 3, 2>;
+using Mid4 = Shape<128, 64, 2, 2, 4, 3, 2>;
+using Mid16 = Shape<128, 64, 2, 2, 16, 3, 2>;
+using Wide8 = Shape<64, 128, 2, 2, 8, 3, 2>;
+using Big8Bk32 = Shape<128, 128, 2, 4, 8, 3, 1, 32>;
+using Mid8Bk32 = Shape<128, 64, 2, 2, 8, 2, 2, 32>;
+using Mid8W8 = Shape<128, 64, 4, 2, 8, 3, 2>;
+using Big8W16 = Shape<128, 128, 4, 4, 8, 4, 1>;
 
 template <bool TransA, bool TransB>
 cudaError_t run(const Problem &p, int kernel, bool vec, cudaStream_t stream)
@@ -477,9 +487,64 @@ cudaError_t run(const Problem &p, int kernel, bool vec, cudaStream_t stream)
         return launch_dmma_vec<Small8, TransA, TransB>(p, vec, stream);
     case LOCUS_CUDA_DGEMM_DMMA_128x64_K8:
         return launch_dmma_vec<Mid8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K4:
+        return launch_dmma_variant<Mid4, Mid8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K16:
+        return launch_dmma_variant<Mid16, Mid8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_64x128_K8:
+        return launch_dmma_variant<Wide8, Mid8, TransA, TransB>(p, vec, stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128_BK32:
+        return launch_dmma_variant<Big8Bk32, Big8, TransA, TransB>(p, vec,
+                                                                   stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32:
+        return launch_dmma_variant<Mid8Bk32, Mid8, TransA, TransB>(p, vec,
+                                                                   stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_W8:
+        return launch_dmma_variant<Mid8W8, Mid8, TransA, TransB>(p, vec,
+                                                                 stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128_W16:
+        return launch_dmma_variant<Big8W16, Big8, TransA, TransB>(p, vec,
+                                                                  stream);
     }
     return cudaErrorInvalidValue;
 }
+
+/* The block tile (m x n) of each tensor-core kernel. */
+void block_tile(int kernel, size_t &bm, size_t &bn)
+{
+    bm = bn = 128;
+    switch (kernel) {
+    case LOCUS_CUDA_DGEMM_SIMT:
+    case LOCUS_CUDA_DGEMM_DMMA_64_K8:
+        bm = bn = 64;
+        break;
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K8:
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K4:
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K16:
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32:
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_W8:
+        bn = 64;
+        break;
+    case LOCUS_CUDA_DGEMM_DMMA_64x128_K8:
+        bm = 64;
+        break;
+    }
+}
+
+/* AUTO's rule on the tensor cores, one row a kernel, in order: the first
+ * kernel whose block tiles number at least tiles_per_sm x the SMs (batch
+ * entries counted) is taken; the last row (0) takes what is left. Fewer
+ * tiles than SMs leave SMs idle, so the smaller tiles spread small
+ * shapes. Measured by scripts/device/f64_bench.cu (its "best" lines);
+ * docs/PERFORMANCE.md has the figures. */
+struct AutoRow {
+    int kernel;
+    size_t tiles_per_sm;
+};
+constexpr AutoRow kAutoTable[] = {
+    {LOCUS_CUDA_DGEMM_DMMA_128x64_K8, 1},
+    {LOCUS_CUDA_DGEMM_DMMA_64_K8, 0},
+};
 
 bool even(const void *ptr, size_t ld, const size_t (&strides)[2])
 {
@@ -507,14 +572,13 @@ extern "C" int locus__cuda_dgemm_choose(const locus__cuda_dgemm *g,
 {
     if (cc_major < 9)
         return LOCUS_CUDA_DGEMM_SIMT;
-    /* The big tile reads the least per flop, but runs one block an SM:
-     * below one tile an SM, SMs would idle, and the smaller tiles (two
-     * blocks an SM for 128 x 64, three for 64 x 64) spread the work. */
     const size_t per_sm = sms > 0 ? (size_t)sms : 1;
-    if (tiles_of(g, 128, 128) >= per_sm)
-        return LOCUS_CUDA_DGEMM_DMMA_128_K8;
-    if (tiles_of(g, 128, 64) >= per_sm)
-        return LOCUS_CUDA_DGEMM_DMMA_128x64_K8;
+    for (const AutoRow &row : kAutoTable) {
+        size_t bm, bn;
+        block_tile(row.kernel, bm, bn);
+        if (tiles_of(g, bm, bn) >= row.tiles_per_sm * per_sm)
+            return row.kernel;
+    }
     return LOCUS_CUDA_DGEMM_DMMA_64_K8;
 }
 
@@ -570,6 +634,20 @@ extern "C" const char *locus__cuda_dgemm_kernel_name(int kernel)
         return "dmma f64 64x64x16 k8";
     case LOCUS_CUDA_DGEMM_DMMA_128x64_K8:
         return "dmma f64 128x64x16 k8";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K4:
+        return "dmma f64 128x64x16 k4";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_K16:
+        return "dmma f64 128x64x16 k16";
+    case LOCUS_CUDA_DGEMM_DMMA_64x128_K8:
+        return "dmma f64 64x128x16 k8";
+    case LOCUS_CUDA_DGEMM_DMMA_128_BK32:
+        return "dmma f64 128x128x32 k8";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32:
+        return "dmma f64 128x64x32 k8";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_W8:
+        return "dmma f64 128x64x16 k8 w8";
+    case LOCUS_CUDA_DGEMM_DMMA_128_W16:
+        return "dmma f64 128x128x16 k8 w16";
     }
     return "dgemm (unknown kernel)";
 }

@@ -163,6 +163,8 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
     g.b = b;
     g.c = c;
     g.batch_outer = g.batch_inner = 1;
+    int best = -1;
+    double best_t = 1e30;
     for (int kernel : kernels) {
         CHECK(cudaMemset(c, 0xff, m * ldc * sizeof(double))); /* NaN */
         const int ran =
@@ -192,6 +194,10 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
                          ((double)k * std::ldexp(1.0, -53));
         const bool bad = !(e <= 4.0);
         failures += bad;
+        if (!bad && kernel != LOCUS_CUDA_DGEMM_AUTO && t < best_t) {
+            best_t = t;
+            best = kernel;
+        }
         std::printf("dgemm %s%s [%s] %s %zu %zu %zu pad %zu  %.6f s  %.2f "
                     "TFLOP/s  %.3f x cublas  err %.3g%s\n",
                     kernel == LOCUS_CUDA_DGEMM_AUTO ? "auto " : "",
@@ -201,6 +207,11 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
                     bad ? "  FAIL" : "");
         std::fflush(stdout);
     }
+    if (best >= 0 && kernels.size() > 2)
+        std::printf("best %s %zu %zu %zu pad %zu  %s (%d)  %.2f TFLOP/s  "
+                    "%.3f x cublas\n",
+                    trans, m, n, k, pad, locus__cuda_dgemm_kernel_name(best),
+                    best, flops / best_t * 1e-12, t_ref / best_t);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);
@@ -301,15 +312,16 @@ int main(int argc, char **argv)
         std::printf("FAIL cublasCreate\n");
         return 2;
     }
-    const std::vector<int> all = {
-        LOCUS_CUDA_DGEMM_AUTO,           LOCUS_CUDA_DGEMM_DMMA_128_K4,
-        LOCUS_CUDA_DGEMM_DMMA_128_K8,    LOCUS_CUDA_DGEMM_DMMA_128_K16,
-        LOCUS_CUDA_DGEMM_DMMA_128x64_K8, LOCUS_CUDA_DGEMM_DMMA_64_K8};
+    /* Every tensor-core kernel, by id. */
+    std::vector<int> dmma;
+    for (int kernel = LOCUS_CUDA_DGEMM_DMMA_128_K4;
+         kernel < LOCUS_CUDA_DGEMM_KERNELS; kernel++)
+        dmma.push_back(kernel);
+    std::vector<int> all = {LOCUS_CUDA_DGEMM_AUTO};
+    all.insert(all.end(), dmma.begin(), dmma.end());
     const std::vector<int> auto_only = {LOCUS_CUDA_DGEMM_AUTO};
-    const std::vector<int> every = {
-        LOCUS_CUDA_DGEMM_SIMT,           LOCUS_CUDA_DGEMM_DMMA_128_K4,
-        LOCUS_CUDA_DGEMM_DMMA_128_K8,    LOCUS_CUDA_DGEMM_DMMA_128_K16,
-        LOCUS_CUDA_DGEMM_DMMA_128x64_K8, LOCUS_CUDA_DGEMM_DMMA_64_K8};
+    std::vector<int> every = {LOCUS_CUDA_DGEMM_SIMT};
+    every.insert(every.end(), dmma.begin(), dmma.end());
     /* Correctness first, small: odd shapes, every transpose, tight and
      * odd leading dimensions (8-byte copies), every kernel. */
     for (int t = 0; t < 4; t++)
@@ -317,20 +329,21 @@ int main(int argc, char **argv)
             gemm_case(h, dev, t & 1, t & 2, 333, 517, 259, pad, every, 1);
     gemm_case(h, dev, false, false, 1, 1, 1, 0, every, 1);
     gemm_case(h, dev, false, false, 64, 64, 3, 0, every, 1);
-    /* Speed. */
-    gemm_case(h, dev, false, false, 4096, 4096, 4096, 0, all, quick ? 3 : 10);
+    /* Speed: every kernel at each transpose (a "best" line each). */
+    for (int t = 0; t < 4; t++)
+        gemm_case(h, dev, t & 1, t & 2, 4096, 4096, 4096, 0,
+                  quick && t ? auto_only : all, quick ? 3 : 6);
     if (!quick) {
-        gemm_case(h, dev, true, false, 4096, 4096, 4096, 0, auto_only, 5);
-        gemm_case(h, dev, false, true, 4096, 4096, 4096, 0, auto_only, 5);
-        gemm_case(h, dev, true, true, 4096, 4096, 4096, 0, auto_only, 5);
         gemm_case(h, dev, false, false, 4096, 4096, 4096, 1, auto_only, 5);
         gemm_case(h, dev, false, false, 1024, 1024, 1024, 0, all, 10);
         gemm_case(h, dev, false, false, 2048, 2048, 2048, 0, all, 10);
         gemm_case(h, dev, false, false, 4096, 4096, 4096, 0,
                   {LOCUS_CUDA_DGEMM_SIMT}, 2);
     }
-    gemm_case(h, dev, false, false, 8192, 8192, 8192, 0,
-              quick ? auto_only : all, quick ? 2 : 5);
+    for (int t = 0; t < 4; t++)
+        if (t == 0 || !quick)
+            gemm_case(h, dev, t & 1, t & 2, 8192, 8192, 8192, 0, all,
+                      quick ? 2 : 4);
     reduce_case(dev, (size_t)1 << 24, 50);
     reduce_case(dev, (size_t)1 << 28, quick ? 5 : 20);
     cublasDestroy(h);
