@@ -22,6 +22,7 @@
  * Deterministic always: the allow_atomic variant is the same kernel (an
  * atomic combine could not keep the error terms of its own additions).
  */
+#include <atomic>
 #include <cstdint>
 
 #include <cuda_runtime.h>
@@ -212,11 +213,43 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-template <class Acc>
-cudaError_t launch(const double *x, size_t count, double scale, int blocks,
-                   double *partials, double *result, unsigned *counter,
-                   double *mapped, cudaStream_t stream)
+/* Blocks of reduce_f64_kernel<Acc> one SM holds at once on the current
+ * device, cached per device (0 where unknown). The sum's pairs take more
+ * registers than the f32 kernel's 32 a thread, so fewer than
+ * locus__cuda_reduce_blocks' 8 a block fit: a grid of 8 an SM would run
+ * as a full wave and a partial one, the SMs of the second half idle. */
+template <class Acc> int resident_blocks()
 {
+    constexpr int kDevices = 64;
+    static std::atomic<int> cached[kDevices]; /* 0: not asked yet */
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 ||
+        device >= kDevices)
+        return 0;
+    int n = cached[device].load(std::memory_order_relaxed);
+    if (n != 0)
+        return n > 0 ? n : 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &n, reduce_f64_kernel<Acc>, kThreads, 0) != cudaSuccess ||
+        n < 1) {
+        cudaGetLastError(); /* the query's error is not the launch's */
+        n = -1;
+    }
+    cached[device].store(n, std::memory_order_relaxed);
+    return n > 0 ? n : 0;
+}
+
+template <class Acc>
+cudaError_t launch(const double *x, size_t count, double scale, int sms,
+                   int blocks, double *partials, double *result,
+                   unsigned *counter, double *mapped, cudaStream_t stream)
+{
+    /* One full wave: as many blocks as are resident at once (the
+     * partition of the vector by the grid is fixed by the device, so the
+     * result's bits still are). */
+    const long resident = (long)resident_blocks<Acc>() * (sms > 0 ? sms : 1);
+    if (resident > 0 && resident < blocks)
+        blocks = (int)resident;
     const uintptr_t address = reinterpret_cast<uintptr_t>(x);
     if (address % sizeof(double) != 0)
         return cudaErrorMisalignedAddress;
@@ -250,13 +283,13 @@ extern "C" cudaError_t locus__cuda_reduce_f64(const double *x, size_t count,
     unsigned *counter = reinterpret_cast<unsigned *>(result + 1);
     switch (op) {
     case kSum:
-        return launch<SumAcc>(x, count, scale, blocks, partials, result,
+        return launch<SumAcc>(x, count, scale, sms, blocks, partials, result,
                               counter, mapped, stream);
     case kMin:
-        return launch<ExtremeAcc<kMin>>(x, count, scale, blocks, partials,
+        return launch<ExtremeAcc<kMin>>(x, count, scale, sms, blocks, partials,
                                         result, counter, mapped, stream);
     case kMax:
-        return launch<ExtremeAcc<kMax>>(x, count, scale, blocks, partials,
+        return launch<ExtremeAcc<kMax>>(x, count, scale, sms, blocks, partials,
                                         result, counter, mapped, stream);
     }
     return cudaErrorInvalidValue;
