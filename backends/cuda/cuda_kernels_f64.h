@@ -65,7 +65,9 @@ enum {
     LOCUS_CUDA_DGEMM_DMMA_128x64_BK32 = 11, /* 128x64x32, 2 stages */
     LOCUS_CUDA_DGEMM_DMMA_128x64_W8 = 12,   /* 8 warps of 32x32 */
     LOCUS_CUDA_DGEMM_DMMA_128_W16 = 13,     /* 16 warps of 32x32 */
-    LOCUS_CUDA_DGEMM_KERNELS = 14
+    LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K16 = 14,
+    LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K4 = 15,
+    LOCUS_CUDA_DGEMM_KERNELS = 16
 };
 
 /* The kernel AUTO takes for g on a device of compute capability

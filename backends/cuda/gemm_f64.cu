@@ -469,6 +469,8 @@ using Big8Bk32 = Shape<128, 128, 2, 4, 8, 3, 1, 32>;
 using Mid8Bk32 = Shape<128, 64, 2, 2, 8, 2, 2, 32>;
 using Mid8W8 = Shape<128, 64, 4, 2, 8, 3, 2>;
 using Big8W16 = Shape<128, 128, 4, 4, 8, 4, 1>;
+using Mid16Bk32 = Shape<128, 64, 2, 2, 16, 2, 2, 32>;
+using Mid4Bk32 = Shape<128, 64, 2, 2, 4, 2, 2, 32>;
 
 template <bool TransA, bool TransB>
 cudaError_t run(const Problem &p, int kernel, bool vec, cudaStream_t stream)
@@ -505,6 +507,12 @@ cudaError_t run(const Problem &p, int kernel, bool vec, cudaStream_t stream)
     case LOCUS_CUDA_DGEMM_DMMA_128_W16:
         return launch_dmma_variant<Big8W16, Big8, TransA, TransB>(p, vec,
                                                                   stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K16:
+        return launch_dmma_variant<Mid16Bk32, Mid8, TransA, TransB>(p, vec,
+                                                                    stream);
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K4:
+        return launch_dmma_variant<Mid4Bk32, Mid8, TransA, TransB>(p, vec,
+                                                                   stream);
     }
     return cudaErrorInvalidValue;
 }
@@ -523,6 +531,8 @@ void block_tile(int kernel, size_t &bm, size_t &bn)
     case LOCUS_CUDA_DGEMM_DMMA_128x64_K16:
     case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32:
     case LOCUS_CUDA_DGEMM_DMMA_128x64_W8:
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K16:
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K4:
         bn = 64;
         break;
     case LOCUS_CUDA_DGEMM_DMMA_64x128_K8:
@@ -542,7 +552,7 @@ struct AutoRow {
     size_t tiles_per_sm;
 };
 constexpr AutoRow kAutoTable[] = {
-    {LOCUS_CUDA_DGEMM_DMMA_128x64_K8, 1},
+    {LOCUS_CUDA_DGEMM_DMMA_128x64_BK32, 1},
     {LOCUS_CUDA_DGEMM_DMMA_64_K8, 0},
 };
 
@@ -648,6 +658,10 @@ extern "C" const char *locus__cuda_dgemm_kernel_name(int kernel)
         return "dmma f64 128x64x16 k8 w8";
     case LOCUS_CUDA_DGEMM_DMMA_128_W16:
         return "dmma f64 128x128x16 k8 w16";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K16:
+        return "dmma f64 128x64x32 k16";
+    case LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K4:
+        return "dmma f64 128x64x32 k4";
     }
     return "dgemm (unknown kernel)";
 }
