@@ -16,7 +16,9 @@
  * another version makes the backend absent, with the versions in the reason.
  * Bump LOCUS_BACKEND_ABI_VERSION on any change to these structs that is not
  * an append at the end. Version 2: the self-description (the fields after
- * unpin) and services->topology_is_this_system.
+ * unpin) and services->topology_is_this_system. Version 3: conv2d's
+ * features (conv2d_features, conv2d_layer), and the conv2d descriptor's
+ * fields appended in 0.3.
  */
 #ifndef LOCUS_BACKEND_H
 #define LOCUS_BACKEND_H
@@ -32,7 +34,7 @@
 extern "C" {
 #endif
 
-#define LOCUS_BACKEND_ABI_VERSION 2u
+#define LOCUS_BACKEND_ABI_VERSION 3u
 #define LOCUS_BACKEND_ENTRY_SYMBOL "locus_backend_entry"
 
 /* Per-op state the runtime hands a backend's op: the record to fill in
@@ -377,7 +379,33 @@ typedef struct locus_backend {
      * every algorithm and dtype of the ops whose function is not NULL. */
     int (*offers)(void *state, size_t device, locus_op_kind op, int algorithm,
                   locus_dtype dtype);
+
+    /* ---- conv2d as layers use it (ABI 3) -------------------------------
+     * The LOCUS_CONV_FEATURE_* bits this backend's conv2d_layer takes. A
+     * conv2d request that uses none of them (locus.h, locus_conv2d_desc)
+     * goes to conv2d as in ABI 2; one that uses any goes to conv2d_layer,
+     * and only on a device whose backend has every feature it uses (the
+     * scheduler passes the others by). conv2d_layer NULL or features 0:
+     * conv2d as in 0.2 only. The descriptor arrives resolved: struct_size
+     * the runtime's, groups and dilations at least 1, pad_bottom and
+     * pad_right explicit, checked against the buffers; bias NULL (none) or
+     * out_channels elements of the output's dtype. */
+    unsigned conv2d_features;
+    locus_status (*conv2d_layer)(void *state, size_t device,
+                                 const locus_conv2d_desc *desc,
+                                 const void *input, const void *filter,
+                                 const void *bias, void *output,
+                                 locus_op_context *op);
 } locus_backend;
+
+/* What a conv2d request uses beyond 0.2's convolution. */
+#define LOCUS_CONV_FEATURE_GROUPS 1u             /* groups > 1 */
+#define LOCUS_CONV_FEATURE_DILATION 2u           /* a dilation > 1 */
+#define LOCUS_CONV_FEATURE_ASYMMETRIC_PADDING 4u /* bottom != top, ... */
+#define LOCUS_CONV_FEATURE_BIAS 8u               /* a bias buffer */
+#define LOCUS_CONV_FEATURE_ACTIVATION 16u        /* not NONE */
+#define LOCUS_CONV_FEATURE_NHWC 32u              /* either layout NHWC */
+#define LOCUS_CONV_FEATURES_ALL 63u
 
 #if defined(__GNUC__)
 #define LOCUS_BACKEND_EXPORT __attribute__((visibility("default")))

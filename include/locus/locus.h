@@ -833,7 +833,52 @@ LOCUS_API locus_status locus_device_offers(const locus_device *device,
  * within 2(CRS+4) 2^-53 sum|x f| of the exact sum of each output (CRS:
  * in_channels x kernel_height x kernel_width); bf16 and f16 input and
  * filter with an f32 output on CUDA (im2col), within the half gemm's
- * bound with k = CRS. The TF32 math modes are f32's, as for gemm. */
+ * bound with k = CRS. The TF32 math modes are f32's, as for gemm.
+ *
+ * Appended in 0.3 (docs/CONV.md): the layer as networks use it. A
+ * struct_size that ends at `math` (a caller built against 0.2) is still
+ * accepted, and the new fields then take their _init defaults, which give
+ * 0.2's convolution.
+ *  - groups: the channels cut into `groups` independent convolutions
+ *    (in_channels and out_channels both divisible by it); the filter is
+ *    out_channels x in_channels/groups x R x S, and output channel k reads
+ *    input channels [g C/groups, (g+1) C/groups) with g = k / (K/groups).
+ *    Depthwise: groups = in_channels, out_channels a multiple of it. 0
+ *    reads as 1.
+ *  - pad_bottom, pad_right: padding below and right of the image; pad_h and
+ *    pad_w are then the top and left padding. LOCUS_CONV_PAD_SAME_AS_TOP
+ *    (the _init value): pad_h, pad_w (symmetric padding, as in 0.2).
+ *  - dilation_h, dilation_w: filter taps dilation apart, the kernel spans
+ *    (R - 1) dilation_h + 1 rows (likewise columns). 0 reads as 1.
+ *  - activation: applied to each output after the bias.
+ *  - input_layout, output_layout: NCHW or NHWC, each on its own; the
+ *    filter is KCRS for an NCHW input and KRSC for an NHWC one.
+ * So P = (in_height + pad_h + pad_bottom - ((R - 1) dilation_h + 1)) /
+ * stride_h + 1, likewise Q. Bias: locus_conv2d_layer. A device that lacks
+ * a feature a request uses (groups > 1, dilation > 1, asymmetric padding,
+ * a bias, an activation, NHWC) does not offer it: the scheduler passes it
+ * by, and naming it is LOCUS_ERROR_NOT_SUPPORTED ("conv2d with groups is
+ * not offered on cuda:0"). In 0.3 the CPU offers every feature; CUDA and
+ * OpenCL run the 0.2 convolution only. On the CPU, `auto` runs a request
+ * with features by a depthwise kernel (groups = C), a direct kernel (tiny
+ * layers) or im2col (one GEMM per group); im2col may be asked for by
+ * name; MEC and the implicit GEMM with any feature are
+ * LOCUS_ERROR_NOT_SUPPORTED. The error bound is the f32 or f64 direct
+ * sum's over the C/groups x R x S terms of each output, then the bias's
+ * addition. */
+#define LOCUS_CONV_PAD_SAME_AS_TOP SIZE_MAX
+
+typedef enum locus_activation {
+    LOCUS_ACTIVATION_NONE = 0,
+    LOCUS_ACTIVATION_RELU = 1,  /* max(x, 0); NaN stays NaN */
+    LOCUS_ACTIVATION_RELU6 = 2, /* min(max(x, 0), 6); NaN stays NaN */
+} locus_activation;
+
+typedef enum locus_tensor_layout {
+    LOCUS_LAYOUT_NCHW = 0,
+    LOCUS_LAYOUT_NHWC = 1,
+} locus_tensor_layout;
+
 typedef struct locus_conv2d_desc {
     size_t struct_size;
     locus_dtype dtype;
@@ -841,21 +886,40 @@ typedef struct locus_conv2d_desc {
     size_t in_channels, in_height, in_width;
     size_t out_channels, kernel_height, kernel_width;
     size_t stride_h, stride_w; /* at least 1 */
-    size_t pad_h, pad_w;
+    size_t pad_h, pad_w;       /* top and left (and, by default, bottom and
+                                  right) */
     locus_conv_algorithm algorithm;
     locus_math_mode math;
+    /* Appended in 0.3: */
+    size_t groups;                 /* 1 (0 reads as 1) */
+    size_t pad_bottom, pad_right;  /* LOCUS_CONV_PAD_SAME_AS_TOP */
+    size_t dilation_h, dilation_w; /* 1 (0 reads as 1) */
+    locus_activation activation;   /* LOCUS_ACTIVATION_NONE */
+    locus_tensor_layout input_layout, output_layout; /* LOCUS_LAYOUT_NCHW */
 } locus_conv2d_desc;
 
 LOCUS_API void locus_conv2d_desc_init(locus_conv2d_desc *desc);
-/* Output height and width; fails when the kernel does not fit. */
+/* Output height and width; fails when the kernel does not fit, or a
+ * field is out of its range (a stride of 0, an unknown activation or
+ * layout, groups not dividing the channels). */
 LOCUS_API locus_status locus_conv2d_output_shape(const locus_conv2d_desc *desc,
                                                  size_t *out_height,
                                                  size_t *out_width);
+/* locus_conv2d_layer with no bias. */
 LOCUS_API locus_status locus_conv2d(locus_context *context,
                                     locus_device *device,
                                     const locus_conv2d_desc *desc,
                                     locus_buffer *input, locus_buffer *filter,
                                     locus_buffer *output, locus_record *record);
+/* New in 0.3: the convolution plus a bias: NULL (none), or a buffer of
+ * out_channels elements of the output's dtype, added to every output of
+ * its channel before the activation. A bias is a feature (see above): on
+ * a device without it, LOCUS_ERROR_NOT_SUPPORTED. The bias may not alias
+ * the output. */
+LOCUS_API locus_status locus_conv2d_layer(
+    locus_context *context, locus_device *device, const locus_conv2d_desc *desc,
+    locus_buffer *input, locus_buffer *filter, locus_buffer *bias,
+    locus_buffer *output, locus_record *record);
 
 /* ------------------------------------------------------------------------ */
 /* Queues, events and the multi-device split                                  */
@@ -923,6 +987,11 @@ LOCUS_API locus_status locus_enqueue_conv2d(
     locus_queue *queue, const locus_conv2d_desc *desc, locus_buffer *input,
     locus_buffer *filter, locus_buffer *output, locus_record *record,
     locus_event **event);
+/* New in 0.3: locus_conv2d_layer's; bias may be NULL (none). */
+LOCUS_API locus_status locus_enqueue_conv2d_layer(
+    locus_queue *queue, const locus_conv2d_desc *desc, locus_buffer *input,
+    locus_buffer *filter, locus_buffer *bias, locus_buffer *output,
+    locus_record *record, locus_event **event);
 
 /* Ops enqueued on queue after this call start after event has completed
  * (an op of another queue, or of this one). Ordering only: when event's op

@@ -49,6 +49,7 @@ typedef struct locus__choice_memo {
     double flops, bytes, output_bytes;
     int algorithm; /* what the devices offer depends on these too */
     locus_dtype dtype;
+    unsigned features;
     size_t input_count;
     uint64_t masks[LOCUS__MEMO_INPUTS];
     size_t sizes[LOCUS__MEMO_INPUTS];

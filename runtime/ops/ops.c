@@ -113,19 +113,20 @@ locus_status locus__check_buffer_contexts(const locus_context *context,
 }
 
 /* Kernels read and write in blocks, and the result would depend on their
- * order. Memory is compared, not handles: two wraps of one array are as
- * much the same data as one buffer twice. */
+ * order. A NULL operand (an optional one left out: conv2d's bias) holds
+ * nothing and aliases nothing. Memory is compared, not handles: two wraps of
+ * one array are as much the same data as one buffer twice. */
 locus_status locus__op_check_aliasing(const locus__op_run *run)
 {
     const size_t count = run->type->operand_count;
     const char *const *names = run->type->operand_names;
     for (size_t i = 0; i < count; i++) {
         const locus_buffer *output = run->operands[i].buffer;
-        if (!(run->operands[i].access & LOCUS__WRITE))
+        if (!output || !(run->operands[i].access & LOCUS__WRITE))
             continue;
         for (size_t j = 0; j < count; j++) {
             const locus_buffer *input = run->operands[j].buffer;
-            if (j != i && locus__buffers_overlap(output, input))
+            if (j != i && input && locus__buffers_overlap(output, input))
                 return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                    "%s and %s %s; the output must not alias "
                                    "an input",
@@ -140,13 +141,16 @@ locus_status locus__op_check_aliasing(const locus__op_run *run)
 /* ---- begin and end ------------------------------------------------------- */
 
 /* Two ops that take the same pair of buffers in opposite roles must lock them
- * in one global order, or they could deadlock: by address. */
+ * in one global order, or they could deadlock: by address. A NULL operand
+ * (an optional one left out) is no buffer: never locked, acquired,
+ * accounted or marked written. */
 static void lock_operands(locus__op_run *run)
 {
     locus__operand *sorted[LOCUS__OP_MAX_OPERANDS];
-    size_t n = run->type->operand_count;
-    for (size_t i = 0; i < n; i++)
-        sorted[i] = &run->operands[i];
+    size_t n = 0;
+    for (size_t i = 0; i < run->type->operand_count; i++)
+        if (run->operands[i].buffer)
+            sorted[n++] = &run->operands[i];
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && sorted[j - 1]->buffer > sorted[j]->buffer;
              j--) {
@@ -167,7 +171,7 @@ static void lock_operands(locus__op_run *run)
 static void unlock_operands(locus__op_run *run)
 {
     for (size_t i = 0; i < run->type->operand_count; i++) {
-        bool seen = false;
+        bool seen = run->operands[i].buffer == NULL;
         for (size_t j = 0; j < i; j++)
             seen |= run->operands[j].buffer == run->operands[i].buffer;
         if (!seen)
@@ -189,15 +193,20 @@ locus_status locus__op_begin(locus__op_run *run)
         &run->account, &run->context->topology, run->context->pool);
     if (status != LOCUS_SUCCESS)
         return status;
+    size_t buffer_count = 0;
     for (size_t i = 0; i < count; i++)
-        run->buffers[i] = run->operands[i].buffer;
-    locus__account_use_buffers(&run->account, run->buffers, count);
+        if (run->operands[i].buffer)
+            run->buffers[buffer_count++] = run->operands[i].buffer;
+    locus__account_use_buffers(&run->account, run->buffers, buffer_count);
     run->op.record = &run->record;
     run->op.runtime_private = &run->account;
     run->started = locus__now_seconds();
     lock_operands(run);
     for (size_t i = 0; i < count; i++) {
         locus__operand *o = &run->operands[i];
+        o->memory = NULL;
+        if (!o->buffer)
+            continue;
         status = locus__buffer_acquire(o->buffer, run->device, o->access,
                                        &run->op, &o->memory);
         if (status != LOCUS_SUCCESS) {
@@ -235,7 +244,7 @@ locus_status locus__op_end(locus__op_run *run, locus_status status,
     run->committed = status == LOCUS_SUCCESS;
     for (size_t i = 0; i < run->type->operand_count; i++) {
         locus_buffer *buffer = run->operands[i].buffer;
-        if (!(run->operands[i].access & LOCUS__WRITE))
+        if (!buffer || !(run->operands[i].access & LOCUS__WRITE))
             continue;
         if (status == LOCUS_SUCCESS)
             status = commit_output(run, buffer);

@@ -28,8 +28,8 @@ static inline locus_dtype locus__output_dtype(locus_dtype dtype)
                : dtype;
 }
 
-/* The most buffers one op takes. */
-#define LOCUS__OP_MAX_OPERANDS 3
+/* The most buffers one op takes (conv2d: input, filter, bias, output). */
+#define LOCUS__OP_MAX_OPERANDS 4
 
 typedef struct locus__op_run locus__op_run;
 
@@ -66,7 +66,8 @@ extern const locus__op_type locus__conv2d_op;
 const locus__op_type *locus__op_type_of(locus__op_kind kind);
 
 /* One buffer an op uses, and how; memory is its copy where the op runs,
- * once acquired. */
+ * once acquired. buffer NULL: an optional operand left out (conv2d's
+ * bias), which the life cycle skips; its memory stays NULL. */
 typedef struct locus__operand {
     locus_buffer *buffer;
     locus__access access;

@@ -50,7 +50,7 @@ struct queue_item {
         locus_gemm_desc gemm;
         locus_conv2d_desc conv2d;
     } desc;
-    locus_buffer *buffers[3];
+    locus_buffer *buffers[LOCUS__OP_MAX_OPERANDS];
     double *result;
     locus_record *record;
     /* An op's: completes with it (NULL: none wanted). A wait's: the event
@@ -582,10 +582,10 @@ LOCUS_API locus_status locus_enqueue_gemm(locus_queue *queue,
     return enqueue(queue, item, event);
 }
 
-LOCUS_API locus_status locus_enqueue_conv2d(
+LOCUS_API locus_status locus_enqueue_conv2d_layer(
     locus_queue *queue, const locus_conv2d_desc *desc, locus_buffer *input,
-    locus_buffer *filter, locus_buffer *output, locus_record *record,
-    locus_event **event)
+    locus_buffer *filter, locus_buffer *bias, locus_buffer *output,
+    locus_record *record, locus_event **event)
 {
     locus__clear_error();
     locus_status status = check_queue(queue, &locus__conv2d_op, event);
@@ -593,11 +593,14 @@ LOCUS_API locus_status locus_enqueue_conv2d(
         return status;
     if (!desc)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "desc is NULL");
-    locus_buffer *buffers[] = {input, filter, output};
+    /* The bias is optional: checked only when given. */
+    locus_buffer *buffers[] = {input, filter, bias, output};
     const char *const *names = locus__conv2d_op.operand_names;
-    status = check_buffers(queue, buffers, names, 3);
+    locus_buffer *given[] = {input, filter, output, bias};
+    const char *given_names[] = {names[0], names[1], names[3], names[2]};
+    status = check_buffers(queue, given, given_names, bias ? 4 : 3);
     if (status == LOCUS_SUCCESS)
-        status = check_output_alias(buffers, names, 3, 2);
+        status = check_output_alias(buffers, names, 4, 3);
     if (status != LOCUS_SUCCESS)
         return status;
     queue_item *item = new_item(&locus__conv2d_op);
@@ -607,6 +610,15 @@ LOCUS_API locus_status locus_enqueue_conv2d(
     memcpy(item->buffers, buffers, sizeof buffers);
     item->record = record;
     return enqueue(queue, item, event);
+}
+
+LOCUS_API locus_status locus_enqueue_conv2d(
+    locus_queue *queue, const locus_conv2d_desc *desc, locus_buffer *input,
+    locus_buffer *filter, locus_buffer *output, locus_record *record,
+    locus_event **event)
+{
+    return locus_enqueue_conv2d_layer(queue, desc, input, filter, NULL, output,
+                                      record, event);
 }
 
 LOCUS_API locus_status locus_queue_wait_event(locus_queue *queue,

@@ -24,6 +24,22 @@ bool locus__device_offers(const locus_device *device, const locus__op_model *op)
     return locus__device_offers_variant(device, op, 0, LOCUS_DTYPE_F32);
 }
 
+unsigned locus__device_lacks_features(const locus_device *device,
+                                      const locus__op_cost *cost)
+{
+    if (cost->features == 0)
+        return 0;
+    const locus__op_model *op = cost->op;
+    unsigned offered =
+        op->backend_features ? op->backend_features(device->backend->table) : 0;
+    return cost->features & ~offered;
+}
+
+/* The names of conv2d's feature bits, in bit order. */
+static const char *const conv_feature_names[] = {
+    "groups", "dilation", "asymmetric padding", "bias", "activation", "nhwc",
+};
+
 void locus__op_variant_name(const locus__op_cost *cost, char *text,
                             size_t capacity)
 {
@@ -34,7 +50,20 @@ void locus__op_variant_name(const locus__op_cost *cost, char *text,
         snprintf(
             algorithm, sizeof algorithm, " algorithm %s",
             locus_conv_algorithm_str((locus_conv_algorithm)cost->algorithm));
-    snprintf(text, capacity, "%s%s%s%s", cost->op->name, algorithm,
+    /* The features named are the request's (a device without any lacks
+     * them all): the messages name what was asked for. */
+    char features[128] = "";
+    size_t used = 0;
+    for (unsigned bit = 0;
+         bit < sizeof conv_feature_names / sizeof conv_feature_names[0];
+         bit++) {
+        if (!(cost->features & (1u << bit)) || used >= sizeof features)
+            continue;
+        int n = snprintf(features + used, sizeof features - used, "%s%s",
+                         used == 0 ? " with " : ", ", conv_feature_names[bit]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    snprintf(text, capacity, "%s%s%s%s%s", cost->op->name, algorithm, features,
              dtype == LOCUS_DTYPE_F32 ? "" : " in ",
              dtype == LOCUS_DTYPE_F32 ? "" : locus_dtype_str(dtype));
 }
@@ -493,6 +522,7 @@ static bool memo_key(locus_context *context, const locus__op_cost *cost,
     key->output_bytes = cost->output_bytes;
     key->algorithm = cost->algorithm;
     key->dtype = cost->dtype;
+    key->features = cost->features;
     key->input_count = cost->input_count;
     for (size_t i = 0; i < cost->input_count; i++) {
         locus_buffer *buffer = cost->inputs[i];
@@ -509,8 +539,8 @@ static bool same_key(const locus__choice_memo *a, const locus__choice_memo *b)
 {
     if (a->flops != b->flops || a->bytes != b->bytes ||
         a->output_bytes != b->output_bytes || a->algorithm != b->algorithm ||
-        a->dtype != b->dtype || a->input_count != b->input_count ||
-        a->asleep != b->asleep)
+        a->dtype != b->dtype || a->features != b->features ||
+        a->input_count != b->input_count || a->asleep != b->asleep)
         return false;
     for (size_t i = 0; i < a->input_count; i++)
         if (a->masks[i] != b->masks[i] || a->sizes[i] != b->sizes[i])

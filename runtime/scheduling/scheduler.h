@@ -24,6 +24,9 @@ typedef struct locus__op_model {
     const char *name; /* the record's op, and the messages' */
     /* Whether a backend has the op at all (its table's function). */
     bool (*backend_has)(const locus_backend *table);
+    /* The features (a kind's own bits: conv2d's LOCUS_CONV_FEATURE_*)
+     * a backend offers beyond the op's plain form; NULL: none. */
+    unsigned (*backend_features)(const locus_backend *table);
     /* The time the op's work takes on a device's figures, past the
      * launch and before any copies. */
     double (*compute_seconds)(const locus_backend_rates *rates,
@@ -73,6 +76,9 @@ struct locus__op_cost {
      * others) and the dtype (0 reads as f32). */
     int algorithm;
     locus_dtype dtype;
+    /* What the request uses beyond the op's plain form (conv2d's
+     * LOCUS_CONV_FEATURE_*, 0 for the others): a device must offer all. */
+    unsigned features;
 };
 
 static inline locus_dtype locus__cost_dtype(const locus__op_cost *cost)
@@ -80,16 +86,22 @@ static inline locus_dtype locus__cost_dtype(const locus__op_cost *cost)
     return cost->dtype ? cost->dtype : LOCUS_DTYPE_F32;
 }
 
+/* The features of the cost that the device's backend does not offer. */
+unsigned locus__device_lacks_features(const locus_device *device,
+                                      const locus__op_cost *cost);
+
 /* Whether the device offers what the cost describes. */
 static inline bool locus__device_offers_cost(const locus_device *device,
                                              const locus__op_cost *cost)
 {
     return locus__device_offers_variant(device, cost->op, cost->algorithm,
-                                        locus__cost_dtype(cost));
+                                        locus__cost_dtype(cost)) &&
+           locus__device_lacks_features(device, cost) == 0;
 }
 
-/* "conv2d algorithm winograd", "gemm in f64": the op as the messages
- * name what a device does not offer. */
+/* "conv2d algorithm winograd", "gemm in f64", "conv2d with groups": the
+ * op as the messages name what a device does not offer (the features it
+ * lacks, where it lacks any). */
 void locus__op_variant_name(const locus__op_cost *cost, char *text,
                             size_t capacity);
 

@@ -22,7 +22,7 @@ static void test_op_table(void)
     printf("the op table\n");
     const locus__op_kind kinds[] = {LOCUS__OP_REDUCE, LOCUS__OP_GEMM,
                                     LOCUS__OP_CONV2D};
-    const size_t operands[] = {1, 3, 3};
+    const size_t operands[] = {1, 3, 4};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         const locus__op_type *type = locus__op_type_of(kinds[i]);
         if (!TEST_EXPECT(type != NULL, "no table entry for kind %d",
