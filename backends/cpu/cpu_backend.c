@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cpu_backend.h"
+#include "conv_layer.h"
 #include "cpu_internal.h"
 
 /* The value of the first "key : value" line of /proc/cpuinfo whose key is
@@ -364,6 +365,8 @@ static const locus_backend cpu_backend = {
     .inline_flops = LOCUS__CPU_INLINE_FLOPS,
     .inline_bytes = (double)LOCUS__CPU_INLINE_BYTES,
     .offers = cpu_offers,
+    .conv2d_features = LOCUS_CONV_FEATURES_ALL,
+    .conv2d_layer = locus__cpu_conv2d_layer,
 };
 
 const locus_backend *locus__cpu_backend(void)
