@@ -10,9 +10,10 @@
  * thing; every mode runs the same kernels.
  *
  * Kernels (gemm_half.h): on compute capability 9.0 the wgmma path
- * (gemm_half_wgmma.cu), which copies an operand that is not K-major or
- * not 16-byte aligned into the device workspace first; elsewhere, and for
- * shapes the wgmma path does not cover, mma.sync (gemm_half_mma.cu).
+ * (gemm_half_wgmma.cu), which reads every layout where it lies and
+ * copies into the device workspace only an operand that is not 16-byte
+ * aligned for TMA; elsewhere, and for shapes the wgmma path does not
+ * cover, mma.sync (gemm_half_mma.cu).
  *
  * conv2d: im2col only (auto means im2col): per chunk of images the
  * transposed column matrix in the half type (conv_half.cu), then one GEMM

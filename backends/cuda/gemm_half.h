@@ -52,22 +52,15 @@ const char *locus__cuda_half_mma_kernel_name(void);
 /* Nonzero when the path covers g (sizes within TMA's 32-bit
  * coordinates). The caller checks compute capability 9.0. */
 int locus__cuda_half_wgmma_applies(const locus__cuda_half_gemm *g);
-/* Device workspace for g (0: none): an operand that is not K-major (A
- * transposed, B not transposed) or not 16-byte aligned for TMA (base, and
- * ld a multiple of 8 elements) is first copied there, K-major. */
+/* Device workspace for g (0: none): both layouts of either operand are
+ * read where they lie (K-major or MN-major); only one that TMA cannot
+ * address (base not 16-byte aligned, or ld not a multiple of 8 elements)
+ * is first copied there, K-major. */
 size_t locus__cuda_half_wgmma_workspace_bytes(const locus__cuda_half_gemm *g);
 cudaError_t locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g,
                                        void *workspace, size_t workspace_bytes,
                                        cudaStream_t stream);
 const char *locus__cuda_half_wgmma_kernel_name(void);
-/* The same with clusters of two CTAs sharing each B tile through TMA
- * multicast (multicast != 0), which halves B's traffic from L2. Not yet
- * the default: h200-half.sh's bench measures it beside the plain kernel
- * and checks it against cuBLAS. */
-cudaError_t locus__cuda_half_wgmma_run_variant(const locus__cuda_half_gemm *g,
-                                               int multicast, void *workspace,
-                                               size_t workspace_bytes,
-                                               cudaStream_t stream);
 #endif
 
 /* ---- conv2d lowering in half (conv_half.cu) ---- */

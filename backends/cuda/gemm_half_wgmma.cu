@@ -5,20 +5,24 @@
  * capability 9.0 (cuda_half_ops.c).
  *
  * The structure is the tf32 kernel's (gemm_wgmma.cu explains it): a
- * producer warpgroup whose one thread issues two TMA copies a k tile into
- * one of kStages shared-memory stages, two consumer warpgroups of 64 x 256
- * of the 128 x 256 tile each, full and empty mbarriers between them, and
- * setmaxnreg moving registers to the consumers. A k tile is 64 elements,
- * one 128-byte swizzled row as for tf32's 32 floats, so the descriptors,
- * the swizzle and the k step inside the row (32 bytes) are the same.
+ * producer warpgroup whose one thread issues the TMA copies of a k tile
+ * into one of kStages shared-memory stages, two consumer warpgroups of
+ * 64 x 256 of the 128 x 256 tile each, full and empty mbarriers between
+ * them, and setmaxnreg moving registers to the consumers. A k tile is 64
+ * elements.
  *
- * Layouts: wgmma could read 16-bit operands MN-major too (its transpose
- * immediates), but this path reads both K-major only, as the tf32 kernel
- * does: an operand stored otherwise (A transposed, B not transposed) or
- * not aligned for TMA (base 16 bytes, ld a multiple of 8 elements) is
- * first copied into the caller's workspace, K-major, by pack_kernel. That
- * copy reads and writes the operand once more (about 2 x 2 bytes an
- * element against the GEMM's 2 m n k flops).
+ * Layouts: for 16-bit types wgmma reads either operand K-major or
+ * MN-major (its transpose immediates), so every layout is read where it
+ * lies, in one of four kernels (MnA, MnB):
+ * - K-major (A not transposed, B transposed): boxes of rows x 64 k, one
+ *   128-byte swizzled row per m or n, as the tf32 kernel's; k steps of 16
+ *   inside the row are 32-byte descriptor advances.
+ * - MN-major (A transposed, B not transposed): boxes of 64 m or n x 64 k,
+ *   one 128-byte swizzled row per k, a box per 64 of m or n, 8 KiB apart
+ *   (smem_descriptor_mn); k steps of 16 are 16 rows, 2048 bytes.
+ * Only an operand that TMA cannot address (base not 16-byte aligned, or
+ * ld not a multiple of 8 elements) is first copied into the caller's
+ * workspace, K-major, by pack_kernel.
  */
 #include <climits>
 #include <cstddef>
@@ -42,8 +46,8 @@ using Element = uint16_t; /* bf16 or f16 bits: only the wgmma reads them */
 
 constexpr int kTileM = 128;
 constexpr int kTileN = 256;
-constexpr int kHalfN = kTileN / 2; /* B rows one CTA of a pair copies */
-constexpr int kTileK = 64;         /* elements: one 128-byte swizzled row */
+constexpr int kTileK = 64; /* elements: one 128-byte swizzled row */
+constexpr int kMnBox = 64; /* MN-major boxes: m or n elements a row */
 constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kConsumerRows = kTileM / kConsumers;
@@ -53,6 +57,8 @@ constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 constexpr uint32_t kStageBytes = (kTileM + kTileN) * kTileK * sizeof(Element);
 constexpr int kAlignElements = 8; /* 16 bytes */
+/* One MN-major box in shared memory: the leading byte offset. */
+constexpr uint32_t kMnBoxBytes = kMnBox * kTileK * sizeof(Element);
 
 struct SharedStorage {
     Element a[kStages][kTileM * kTileK];
@@ -64,6 +70,13 @@ struct SharedStorage {
 constexpr int kSharedBytes = (int)sizeof(SharedStorage) + 1024;
 
 static_assert(kTileK * sizeof(Element) == 128, "a k tile is one swizzle row");
+static_assert(kMnBox * sizeof(Element) == 128, "an MN box row is one too");
+static_assert(kConsumerRows == kMnBox,
+              "a consumer's A is one MN-major box, and starts where its "
+              "K-major rows do");
+static_assert(kTileN % kMnBox == 0 && kTileM % kMnBox == 0, "whole boxes");
+static_assert(kMnBoxBytes % 1024 == 0 && kMnBoxBytes >> 4 < (1 << 14),
+              "boxes start on the swizzle period; the offset fits 14 bits");
 static_assert(kTileM * kTileK * sizeof(Element) % 1024 == 0,
               "every tile starts on 1024 bytes");
 static_assert(kSharedBytes <= 227 * 1024, "one block an SM on Hopper");
@@ -92,14 +105,29 @@ __device__ __forceinline__ void next_stage(int &stage, uint32_t &phase)
     }
 }
 
-/* The producer thread. Multicast: the two CTAs of a cluster share the B
- * tile (the same tile_n), each copying its half of B's rows into both, so
- * that B is read from L2 once for two tiles of C; A stays each CTA's own.
- * Each full barrier still receives the whole stage's bytes. */
-template <bool Multicast>
+/* Rows [first, first + Rows) of an operand, k tile k0, into `to`:
+ * K-major one box of Rows x 64 k; MN-major Rows / 64 boxes of 64 x 64 k,
+ * kMnBoxBytes apart (the maps' boxes: encode_map). */
+template <bool MnMajor, int Rows>
+__device__ __forceinline__ void load_operand(Element *to,
+                                             const CUtensorMap *map, int first,
+                                             int k0, uint64_t *bar)
+{
+    if constexpr (MnMajor) {
+#pragma unroll
+        for (int j = 0; j < Rows / kMnBox; j++)
+            tensor_load_2d(to + j * kMnBox * kTileK, map, first + j * kMnBox,
+                           k0, bar);
+    } else {
+        tensor_load_2d(to, map, k0, first, bar);
+    }
+}
+
+/* The producer thread. */
+template <bool MnA, bool MnB>
 __device__ __forceinline__ void
 produce(SharedStorage &s, const CUtensorMap *map_a, const CUtensorMap *map_b,
-        int m0, int n0, unsigned k_tiles, uint32_t rank)
+        int m0, int n0, unsigned k_tiles)
 {
     tensor_map_prefetch(map_a);
     tensor_map_prefetch(map_b);
@@ -109,18 +137,28 @@ produce(SharedStorage &s, const CUtensorMap *map_a, const CUtensorMap *map_b,
         barrier_wait(&s.empty[stage], phase ^ 1);
         barrier_arrive_expect(&s.full[stage], kStageBytes);
         const int k0 = (int)(t * kTileK);
-        tensor_load_2d(s.a[stage], map_a, k0, m0, &s.full[stage]);
-        if constexpr (Multicast)
-            tensor_load_2d_multicast(s.b[stage] + rank * kHalfN * kTileK, map_b,
-                                     k0, n0 + (int)(rank * kHalfN),
-                                     &s.full[stage], 0x3);
-        else
-            tensor_load_2d(s.b[stage], map_b, k0, n0, &s.full[stage]);
+        load_operand<MnA, kTileM>(s.a[stage], map_a, m0, k0, &s.full[stage]);
+        load_operand<MnB, kTileN>(s.b[stage], map_b, n0, k0, &s.full[stage]);
         next_stage(stage, phase);
     }
 }
 
-template <bool Bf16, bool Multicast>
+/* An operand's descriptor and its advance a k step of 16: K-major 32
+ * bytes along the row, MN-major 16 rows of 128 bytes. */
+template <bool MnMajor>
+__device__ __forceinline__ uint64_t operand_descriptor(const Element *tile)
+{
+    return MnMajor ? smem_descriptor_mn(tile, kMnBoxBytes)
+                   : smem_descriptor(tile);
+}
+
+template <bool MnMajor>
+__device__ __forceinline__ constexpr uint32_t k16_bytes()
+{
+    return MnMajor ? 16 * 128 : 16 * sizeof(Element);
+}
+
+template <bool Bf16, bool MnA, bool MnB>
 __device__ __forceinline__ void consume(SharedStorage &s, const Epilogue &ep,
                                         int consumer, size_t m0, size_t n0,
                                         unsigned k_tiles)
@@ -134,28 +172,23 @@ __device__ __forceinline__ void consume(SharedStorage &s, const Epilogue &ep,
     uint32_t phase = 0;
     for (unsigned t = 0; t < k_tiles; t++) {
         barrier_wait(&s.full[stage], phase);
-        const uint64_t desc_a =
-            smem_descriptor(s.a[stage] + consumer * kConsumerRows * kTileK);
-        const uint64_t desc_b = smem_descriptor(s.b[stage]);
+        /* The consumer's 64 rows of A: K-major 64 rows of 128 bytes,
+         * MN-major its own box; the same offset either way. */
+        const uint64_t desc_a = operand_descriptor<MnA>(
+            s.a[stage] + consumer * kConsumerRows * kTileK);
+        const uint64_t desc_b = operand_descriptor<MnB>(s.b[stage]);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kTileK / 16; kk++)
-            wgmma_m64n256k16<Bf16>(acc, desc_advance(desc_a, kk * 32),
-                                   desc_advance(desc_b, kk * 32));
+            wgmma_m64n256k16<Bf16, MnA, MnB>(
+                acc, desc_advance(desc_a, kk * k16_bytes<MnA>()),
+                desc_advance(desc_b, kk * k16_bytes<MnB>()));
         wgmma_commit();
         /* Tile t - 1's batch is done once at most this one is in flight:
          * its stage goes back to the producer, one arrival per warp. */
         wgmma_wait<1>();
-        if (t > 0 && lane == 0) {
-            /* Multicast: both CTAs' producers write this stage, so both
-             * hear that it is free. */
-            if constexpr (Multicast) {
-                barrier_arrive_cluster(&s.empty[previous], 0);
-                barrier_arrive_cluster(&s.empty[previous], 1);
-            } else {
-                barrier_arrive(&s.empty[previous]);
-            }
-        }
+        if (t > 0 && lane == 0)
+            barrier_arrive(&s.empty[previous]);
         previous = stage;
         next_stage(stage, phase);
     }
@@ -171,10 +204,9 @@ __device__ __forceinline__ void consume(SharedStorage &s, const Epilogue &ep,
     }
 }
 
-/* One block a 128 x 256 tile of C. tiles_m: tile rows, or with Multicast
- * pairs of tile rows, a cluster of two CTAs a pair (the second of a last,
- * odd pair computes zeros it never stores). */
-template <bool Bf16, bool Multicast>
+/* One block a 128 x 256 tile of C; MnA, MnB: how A and B lie in global
+ * memory and so in shared memory. */
+template <bool Bf16, bool MnA, bool MnB>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_half_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b,
@@ -186,37 +218,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     SharedStorage &s = *reinterpret_cast<SharedStorage *>(
         shared_raw + (misalign ? 1024 - misalign : 0));
 
-    const uint32_t rank = Multicast ? cluster_rank() : 0;
     unsigned tile_m, tile_n;
-    grouped_tile(Multicast ? blockIdx.x / 2 : blockIdx.x, tiles_m, tiles_n,
-                 tile_m, tile_n);
-    if (Multicast)
-        tile_m = tile_m * 2 + rank;
+    grouped_tile(blockIdx.x, tiles_m, tiles_n, tile_m, tile_n);
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int i = 0; i < kStages; i++) {
             barrier_init(&s.full[i], 1);
-            barrier_init(&s.empty[i], kConsumers * 4 * (Multicast ? 2 : 1));
+            barrier_init(&s.empty[i], kConsumers * 4);
         }
         barrier_init_fence();
     }
     __syncthreads();
-    if constexpr (Multicast)
-        cluster_sync(); /* the peer's barriers exist before any copy */
 
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
         registers_shrink<kProducerRegisters>();
         if (threadIdx.x == 0)
-            produce<Multicast>(s, &map_a, &map_b, (int)(tile_m * kTileM),
-                               (int)(tile_n * kTileN), k_tiles, rank);
+            produce<MnA, MnB>(s, &map_a, &map_b, (int)(tile_m * kTileM),
+                              (int)(tile_n * kTileN), k_tiles);
     } else {
         registers_grow<kConsumerRegisters>();
-        consume<Bf16, Multicast>(s, ep, warpgroup - 1, (size_t)tile_m * kTileM,
-                                 (size_t)tile_n * kTileN, k_tiles);
+        consume<Bf16, MnA, MnB>(s, ep, warpgroup - 1, (size_t)tile_m * kTileM,
+                                (size_t)tile_n * kTileN, k_tiles);
     }
-    if constexpr (Multicast)
-        cluster_sync(); /* no CTA leaves while its peer may write to it */
 }
 
 /* ---- packing: 2-byte elements, K-major ---- */
@@ -267,7 +291,9 @@ __global__ void __launch_bounds__(kPackThreads)
 struct Operand {
     const Element *data;
     size_t ld, rows;
-    bool transposed, packed;
+    bool transposed; /* stored MN-major: k is the slow index */
+    bool packed;     /* copied into the workspace, K-major, first */
+    bool mn_major;   /* read MN-major, where it lies */
     size_t packed_ld, packed_bytes;
 };
 
@@ -279,6 +305,8 @@ bool tma_ready(const void *p, size_t ld)
            ld % kAlignElements == 0 && ld < ((size_t)1 << 39);
 }
 
+/* Either layout is read where it lies; only an operand TMA cannot address
+ * is packed (K-major, whatever its layout was). */
 bool describe(Operand &o, const void *data, size_t ld, size_t rows, size_t k,
               bool k_contiguous)
 {
@@ -286,7 +314,8 @@ bool describe(Operand &o, const void *data, size_t ld, size_t rows, size_t k,
     o.ld = ld;
     o.rows = rows;
     o.transposed = !k_contiguous;
-    o.packed = !k_contiguous || !tma_ready(data, ld);
+    o.packed = !tma_ready(data, ld);
+    o.mn_major = o.transposed && !o.packed;
     o.packed_ld = (k + kAlignElements - 1) / kAlignElements * kAlignElements;
     o.packed_bytes = 0;
     if (!o.packed)
@@ -310,8 +339,8 @@ struct Plan {
 bool make_plan(const locus__cuda_half_gemm *g, Plan &plan)
 {
     if ((g->type != LOCUS_CUDA_HALF_BF16 && g->type != LOCUS_CUDA_HALF_F16) ||
-        g->m == 0 || g->n == 0 || g->k == 0 || g->m > INT_MAX ||
-        g->n > INT_MAX || g->k > INT_MAX - kTileK)
+        g->m == 0 || g->n == 0 || g->k == 0 || g->m > INT_MAX - kTileN ||
+        g->n > INT_MAX - kTileN || g->k > INT_MAX - kTileK)
         return false;
     const size_t tiles_m = (g->m + kTileM - 1) / kTileM;
     const size_t tiles_n = (g->n + kTileN - 1) / kTileN;
@@ -386,17 +415,21 @@ const EncodeEntry &encode_tiled()
     return entry;
 }
 
-/* The map of o's K-major rows: boxes of box_rows x 64 elements, 128-byte
- * swizzled, zeros outside the matrix. */
+/* The map of o, 128-byte swizzled, zeros outside the matrix: K-major
+ * boxes of box_rows x 64 k; MN-major boxes of 64 m or n x 64 k (the
+ * producer copies as many as its rows need). Either way the outer stride
+ * is ld, between the rows of storage. */
 cudaError_t encode_map(CUtensorMap *map, const Operand &o, size_t k,
                        unsigned box_rows, bool bf16)
 {
     const EncodeEntry &entry = encode_tiled();
     if (entry.err != cudaSuccess)
         return entry.err;
-    const cuuint64_t dims[2] = {k, o.rows};
+    const cuuint64_t dims[2] = {o.mn_major ? o.rows : k,
+                                o.mn_major ? k : o.rows};
     const cuuint64_t strides[1] = {o.ld * sizeof(Element)};
-    const cuuint32_t box[2] = {kTileK, box_rows};
+    const cuuint32_t box[2] = {o.mn_major ? (cuuint32_t)kMnBox : kTileK,
+                               o.mn_major ? (cuuint32_t)kTileK : box_rows};
     const cuuint32_t element_strides[2] = {1, 1};
     const CUresult result = entry.fn(
         map,
@@ -408,36 +441,33 @@ cudaError_t encode_map(CUtensorMap *map, const Operand &o, size_t k,
     return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <bool Bf16, bool Multicast>
+template <bool Bf16, bool MnA, bool MnB>
 cudaError_t launch(const CUtensorMap &map_a, const CUtensorMap &map_b,
                    const Epilogue &ep, const Plan &plan, cudaStream_t stream)
 {
-    auto kernel = wgmma_half_kernel<Bf16, Multicast>;
+    auto kernel = wgmma_half_kernel<Bf16, MnA, MnB>;
     /* Above the 48 KiB default: the opt-in is per kernel. */
     cudaError_t err = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     if (err != cudaSuccess)
         return err;
-    if constexpr (!Multicast) {
-        kernel<<<plan.tiles_m * plan.tiles_n, kThreads, kSharedBytes, stream>>>(
-            map_a, map_b, ep, plan.tiles_m, plan.tiles_n, plan.k_tiles);
-        return cudaGetLastError();
-    }
-    const unsigned pairs = (plan.tiles_m + 1) / 2;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(pairs * 2 * plan.tiles_n);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = kSharedBytes;
-    config.stream = stream;
-    cudaLaunchAttribute cluster[1];
-    cluster[0].id = cudaLaunchAttributeClusterDimension;
-    cluster[0].val.clusterDim.x = 2;
-    cluster[0].val.clusterDim.y = 1;
-    cluster[0].val.clusterDim.z = 1;
-    config.attrs = cluster;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep, pairs,
-                              plan.tiles_n, plan.k_tiles);
+    kernel<<<plan.tiles_m * plan.tiles_n, kThreads, kSharedBytes, stream>>>(
+        map_a, map_b, ep, plan.tiles_m, plan.tiles_n, plan.k_tiles);
+    return cudaGetLastError();
+}
+
+template <bool Bf16>
+cudaError_t launch_layout(const CUtensorMap &map_a, const CUtensorMap &map_b,
+                          const Epilogue &ep, const Plan &plan,
+                          cudaStream_t stream)
+{
+    if (plan.a.mn_major)
+        return plan.b.mn_major
+                   ? launch<Bf16, true, true>(map_a, map_b, ep, plan, stream)
+                   : launch<Bf16, true, false>(map_a, map_b, ep, plan, stream);
+    return plan.b.mn_major
+               ? launch<Bf16, false, true>(map_a, map_b, ep, plan, stream)
+               : launch<Bf16, false, false>(map_a, map_b, ep, plan, stream);
 }
 
 } // namespace
@@ -458,17 +488,14 @@ locus__cuda_half_wgmma_workspace_bytes(const locus__cuda_half_gemm *g)
 }
 
 extern "C" cudaError_t
-locus__cuda_half_wgmma_run_variant(const locus__cuda_half_gemm *g,
-                                   int multicast, void *workspace,
-                                   size_t workspace_bytes, cudaStream_t stream)
+locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g, void *workspace,
+                           size_t workspace_bytes, cudaStream_t stream)
 {
     using namespace locus_cuda;
     Plan plan;
     if (g == nullptr || g->a == nullptr || g->b == nullptr || g->c == nullptr ||
         !make_plan(g, plan) || workspace_bytes < plan.workspace_bytes ||
-        (plan.workspace_bytes > 0 && workspace == nullptr) ||
-        (multicast && (g->m > INT_MAX - 2 * kTileM ||
-                       plan.tiles_m * plan.tiles_n > INT_MAX / 2)))
+        (plan.workspace_bytes > 0 && workspace == nullptr))
         return cudaErrorInvalidValue;
     Element *space = static_cast<Element *>(workspace);
     cudaError_t err = pack(plan.a, g->k, space, stream);
@@ -480,8 +507,7 @@ locus__cuda_half_wgmma_run_variant(const locus__cuda_half_gemm *g,
     if (err == cudaSuccess)
         err = encode_map(&map_a, plan.a, g->k, kTileM, bf16);
     if (err == cudaSuccess)
-        err =
-            encode_map(&map_b, plan.b, g->k, multicast ? kHalfN : kTileN, bf16);
+        err = encode_map(&map_b, plan.b, g->k, kTileN, bf16);
     if (err != cudaSuccess)
         return err;
     Epilogue ep;
@@ -492,19 +518,8 @@ locus__cuda_half_wgmma_run_variant(const locus__cuda_half_gemm *g,
     ep.alpha = g->alpha;
     ep.beta = g->beta;
     ep.vec = reinterpret_cast<uintptr_t>(g->c) % 16 == 0 && g->ldc % 4 == 0;
-    if (multicast)
-        return bf16 ? launch<true, true>(map_a, map_b, ep, plan, stream)
-                    : launch<false, true>(map_a, map_b, ep, plan, stream);
-    return bf16 ? launch<true, false>(map_a, map_b, ep, plan, stream)
-                : launch<false, false>(map_a, map_b, ep, plan, stream);
-}
-
-extern "C" cudaError_t
-locus__cuda_half_wgmma_run(const locus__cuda_half_gemm *g, void *workspace,
-                           size_t workspace_bytes, cudaStream_t stream)
-{
-    return locus__cuda_half_wgmma_run_variant(g, 0, workspace, workspace_bytes,
-                                              stream);
+    return bf16 ? launch_layout<true>(map_a, map_b, ep, plan, stream)
+                : launch_layout<false>(map_a, map_b, ep, plan, stream);
 }
 
 extern "C" const char *locus__cuda_half_wgmma_kernel_name(void)
