@@ -5,11 +5,11 @@
  * (gemm_half.h: the wgmma path, and the mma.sync fallback at a smaller
  * size) and cublasGemmEx (CUBLAS_COMPUTE_32F, C^T = B^T A^T column-major).
  * Each result is checked against cuBLAS's C (max |difference| over max
- * |C|). Layouts: nt (A m x k, B n x k: both K-major, nothing packed) and
- * nn (B k x n: the wgmma path packs it first, and that time counts).
- * One line of JSON a measurement on stdout. `half_gemm_bench multicast
- * [sizes]`: the cluster-of-two variant (TMA multicast of B) instead;
- * `half_gemm_bench check`: odd shapes through every kernel (check_shapes).
+ * |C|). Layouts nt, nn, tn, tt (the first letter A's: n is A m x k, t is
+ * A k x m; the second B's: n is B k x n, t is B n x k); the wgmma path
+ * reads each in place (K-major or MN-major), nothing packed at these
+ * sizes. One line of JSON a measurement on stdout. `half_gemm_bench
+ * check`: odd shapes through every kernel (check_shapes).
  */
 #include <algorithm>
 #include <cmath>
@@ -93,32 +93,35 @@ template <typename F> static std::vector<float> time_runs(F run, int repeat)
 
 static void report(const char *type, const char *layout, const char *who,
                    const char *kernel, size_t n, const std::vector<float> &ms,
-                   double error)
+                   double error, size_t workspace_bytes)
 {
     const double flops = 2.0 * n * n * n;
     printf("{\"type\": \"%s\", \"layout\": \"%s\", \"impl\": \"%s\", "
            "\"kernel\": \"%s\", \"size\": %zu, \"best_ms\": %.4f, "
            "\"median_ms\": %.4f, \"tflops_best\": %.1f, "
-           "\"tflops_median\": %.1f, \"max_rel_diff_vs_cublas\": %.3g}\n",
+           "\"tflops_median\": %.1f, \"max_rel_diff_vs_cublas\": %.3g, "
+           "\"workspace_bytes\": %zu}\n",
            type, layout, who, kernel, n, ms.front(), ms[ms.size() / 2],
-           flops / ms.front() * 1e-9, flops / ms[ms.size() / 2] * 1e-9, error);
+           flops / ms.front() * 1e-9, flops / ms[ms.size() / 2] * 1e-9, error,
+           workspace_bytes);
     fflush(stdout);
 }
 
 /* Odd shapes, all transposes, padded and odd ld, through every kernel
  * (the mma.sync fallback, which the public API never reaches on cc 9.0,
- * and both wgmma variants, the multicast one with an odd number of tile
- * rows), each against cublasGemmEx in the same layout. Returns the
- * failures. */
+ * and the wgmma kernel, MN-major where the rows are aligned for TMA and
+ * packed where not), each against cublasGemmEx in the same layout.
+ * Returns the failures. */
 static int check_shapes(cublasHandle_t handle, bool hopper)
 {
-    const size_t shapes[][3] = {
-        {7, 5, 3}, {130, 260, 70}, {257, 129, 200}, {300, 520, 136}};
+    const size_t shapes[][3] = {{7, 5, 3},       {130, 260, 70},
+                                {257, 129, 200}, {300, 520, 136},
+                                {136, 264, 72},  {200, 320, 136}};
     int failures = 0;
     for (int bf16 = 1; bf16 >= 0; bf16--)
         for (const auto &shape : shapes)
             for (int trans = 0; trans < 4; trans++)
-                for (size_t pad : {0, 3}) {
+                for (size_t pad : {0, 3, 8}) {
                     const size_t m = shape[0], n = shape[1], k = shape[2];
                     const int ta = trans >> 1, tb = trans & 1;
                     const size_t lda = (ta ? m : k) + pad;
@@ -163,7 +166,7 @@ static int check_shapes(cublasHandle_t handle, bool hopper)
                     g.a = a;
                     g.b = b;
                     g.c = c;
-                    for (int kernel = 0; kernel < (hopper ? 3 : 1); kernel++) {
+                    for (int kernel = 0; kernel < (hopper ? 2 : 1); kernel++) {
                         TRY(cudaMemset(c, 0xff, m * ldc * 4)); /* NaN */
                         void *workspace = nullptr;
                         size_t bytes = 0;
@@ -175,8 +178,8 @@ static int check_shapes(cublasHandle_t handle, bool hopper)
                             bytes = locus__cuda_half_wgmma_workspace_bytes(&g);
                             if (bytes > 0)
                                 TRY(cudaMalloc(&workspace, bytes));
-                            err = locus__cuda_half_wgmma_run_variant(
-                                &g, kernel == 2, workspace, bytes, 0);
+                            err = locus__cuda_half_wgmma_run(&g, workspace,
+                                                             bytes, 0);
 #else
                             err = cudaErrorInvalidValue;
 #endif
@@ -200,8 +203,7 @@ static int check_shapes(cublasHandle_t handle, bool hopper)
                                     std::fabs((double)want[i * ldc + j]));
                             }
                         const double e = scale > 0 ? diff / scale : diff;
-                        const char *names[] = {"mma", "wgmma",
-                                               "wgmma multicast"};
+                        const char *names[] = {"mma", "wgmma"};
                         if (!(e < 1e-4)) {
                             failures++;
                             printf("{\"check\": \"%s\", \"type\": \"%s\", "
@@ -225,14 +227,7 @@ static int check_shapes(cublasHandle_t handle, bool hopper)
 
 int main(int argc, char **argv)
 {
-    /* "multicast" first: the cluster variant instead of the plain kernel
-     * and the fallback (a separate run, so that a failure there leaves
-     * the plain kernel's figures standing). */
-    int first_size = 1, multicast = 0, check = 0;
-    if (argc > 1 && strcmp(argv[1], "multicast") == 0) {
-        multicast = 1;
-        first_size = 2;
-    }
+    int first_size = 1, check = 0;
     if (argc > 1 && strcmp(argv[1], "check") == 0)
         check = 1;
     std::vector<size_t> sizes = {4096, 8192};
@@ -272,10 +267,13 @@ int main(int argc, char **argv)
             TRY(cudaGetLastError());
             std::vector<float> host_c(count), host_ref(count);
             const int repeat = n >= 8192 ? 10 : 30;
-            for (int trans_b = 1; trans_b >= 0; trans_b--) {
-                const char *layout = trans_b ? "nt" : "nn";
+            const char *layouts[] = {"nt", "nn", "tn", "tt"};
+            for (const char *layout : layouts) {
+                const int trans_a = layout[0] == 't';
+                const int trans_b = layout[1] == 't';
                 locus__cuda_half_gemm g = {};
                 g.type = bf16 ? LOCUS_CUDA_HALF_BF16 : LOCUS_CUDA_HALF_F16;
+                g.trans_a = trans_a;
                 g.trans_b = trans_b;
                 g.m = g.n = g.k = n;
                 g.lda = g.ldb = g.ldc = n;
@@ -289,9 +287,10 @@ int main(int argc, char **argv)
                 auto cublas = [&]() {
                     cublasStatus_t s = cublasGemmEx(
                         handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                        CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, b, dt,
-                        (int)n, a, dt, (int)n, &zero, ref, CUDA_R_32F, (int)n,
-                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)n,
+                        (int)n, &one, b, dt, (int)n, a, dt, (int)n, &zero, ref,
+                        CUDA_R_32F, (int)n, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT);
                     return s == CUBLAS_STATUS_SUCCESS ? cudaGetLastError()
                                                       : cudaErrorUnknown;
                 };
@@ -299,7 +298,7 @@ int main(int argc, char **argv)
                 TRY(cudaMemcpy(host_ref.data(), ref, count * 4,
                                cudaMemcpyDeviceToHost));
                 report(type, layout, "cublas", "cublasGemmEx", n, cublas_ms,
-                       0.0);
+                       0.0, 0);
 #ifdef LOCUS_CUDA_WGMMA
                 if (hopper && locus__cuda_half_wgmma_applies(&g)) {
                     const size_t bytes =
@@ -310,8 +309,8 @@ int main(int argc, char **argv)
                     TRY(cudaMemset(c, 0xff, count * 4)); /* NaN */
                     const std::vector<float> ms = time_runs(
                         [&]() {
-                            return locus__cuda_half_wgmma_run_variant(
-                                &g, multicast, workspace, bytes, 0);
+                            return locus__cuda_half_wgmma_run(&g, workspace,
+                                                              bytes, 0);
                         },
                         repeat);
                     TRY(cudaMemcpy(host_c.data(), c, count * 4,
@@ -320,16 +319,14 @@ int main(int argc, char **argv)
                         compare(host_c.data(), host_ref.data(), count);
                     failures += !(e < 1e-4);
                     report(type, layout, "locus",
-                           multicast ? "wgmma half 128x256x64 4-stage, "
-                                       "cluster 2 multicast B"
-                                     : locus__cuda_half_wgmma_kernel_name(),
-                           n, ms, e);
+                           locus__cuda_half_wgmma_kernel_name(), n, ms, e,
+                           bytes);
                     cudaFree(workspace);
                 }
 #endif
                 /* The fallback at the first size only: it is not the fast
                  * path. */
-                if (!multicast && n == sizes.front()) {
+                if (n == sizes.front()) {
                     TRY(cudaMemset(c, 0xff, count * 4));
                     const std::vector<float> ms = time_runs(
                         [&]() { return locus__cuda_half_mma_run(&g, 0); },
@@ -340,7 +337,7 @@ int main(int argc, char **argv)
                         compare(host_c.data(), host_ref.data(), count);
                     failures += !(e < 1e-4);
                     report(type, layout, "locus",
-                           locus__cuda_half_mma_kernel_name(), n, ms, e);
+                           locus__cuda_half_mma_kernel_name(), n, ms, e, 0);
                 }
             }
             cudaFree(a);
