@@ -26,6 +26,7 @@
 #include "kernels/gemm_half_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #define HALF_X86_KERNELS 1
 #endif
 
@@ -70,7 +71,12 @@ static int cpu_has(int avx512bf16)
     if (avx512bf16)
         return __builtin_cpu_supports("avx512bf16") &&
                __builtin_cpu_supports("avx512bw");
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    /* clang 14 has no "f16c" in __builtin_cpu_supports: CPUID leaf 1
+     * ECX bit 29; "avx2" covers the OS saving the YMM state. */
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return 0;
+    return __builtin_cpu_supports("avx2") && (ecx & bit_F16C);
 #else
     (void)avx512bf16;
     return 0;

@@ -20,6 +20,7 @@
 #include "status.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define LOCUS_CONVERT_F16C 1
 #endif
@@ -141,10 +142,16 @@ static locus_status check_arrays(const char *function, const void *src,
 }
 
 #ifdef LOCUS_CONVERT_F16C
+/* clang 14 has no "f16c" in __builtin_cpu_supports: the bit is read from
+ * CPUID leaf 1 (ECX bit 29); the "avx" test covers the OS saving the YMM
+ * state. */
 static int have_f16c(void)
 {
+    unsigned int eax, ebx, ecx, edx;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return 0;
+    return (ecx & bit_F16C) && __builtin_cpu_supports("avx");
 }
 
 __attribute__((target("avx,f16c"))) static size_t

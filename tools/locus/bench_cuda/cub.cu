@@ -1,6 +1,6 @@
 /* `locus bench` references from the CUDA toolkit alone: CUB's
- * DeviceReduce::Sum in f32 or f64 (with the result read back to the host, as a Locus
- * reduce returns it) and the raw cost of launching an empty kernel and
+ * DeviceReduce::Sum in f32 or f64 (with the result read back to the host, as a
+ * Locus reduce returns it) and the raw cost of launching an empty kernel and
  * waiting for it, the floor of any op's overhead. */
 #include <cub/device/device_reduce.cuh>
 
@@ -48,8 +48,8 @@ cleanup:
 }
 
 /* f32 and f64 sums (Locus offers no reduce in the 16-bit input types). */
-int reduce(size_t count, int dtype, uint64_t seed, int repeat,
-           double *seconds, char *error, size_t error_size)
+int reduce(size_t count, int dtype, uint64_t seed, int repeat, double *seconds,
+           char *error, size_t error_size)
 {
     if (dtype == LOCUS_BENCH_CUDA_F64)
         return reduce_in<double>(count, seed, repeat, seconds, error,

@@ -82,14 +82,14 @@ int gemm(size_t m, size_t n, size_t k, int dtype, int tf32, uint64_t seed,
         return gemm_in<float, float>(m, n, k, dtype, tf32, seed, repeat,
                                      seconds, error, error_size);
     case LOCUS_BENCH_CUDA_F64:
-        return gemm_in<double, double>(m, n, k, dtype, 0, seed, repeat,
-                                       seconds, error, error_size);
+        return gemm_in<double, double>(m, n, k, dtype, 0, seed, repeat, seconds,
+                                       error, error_size);
     case LOCUS_BENCH_CUDA_BF16:
         return gemm_in<__nv_bfloat16, float>(m, n, k, dtype, 0, seed, repeat,
                                              seconds, error, error_size);
     case LOCUS_BENCH_CUDA_F16:
-        return gemm_in<__half, float>(m, n, k, dtype, 0, seed, repeat,
-                                      seconds, error, error_size);
+        return gemm_in<__half, float>(m, n, k, dtype, 0, seed, repeat, seconds,
+                                      error, error_size);
     }
     return bench_cuda::not_offered(error, error_size, "gemm", dtype);
 }

@@ -69,12 +69,12 @@ int conv_in(const locus_bench_cuda_conv *t, cudnnDataType_t type, int tf32,
     CUDNN_TRY(cudnnCreateTensorDescriptor(&y_desc));
     CUDNN_TRY(cudnnCreateFilterDescriptor(&w_desc));
     CUDNN_TRY(cudnnCreateConvolutionDescriptor(&conv_desc));
-    CUDNN_TRY(cudnnSetTensor4dDescriptor(
-        x_desc, CUDNN_TENSOR_NCHW, type, (int)t->batch,
-        (int)t->channels, (int)t->height, (int)t->width));
-    CUDNN_TRY(cudnnSetFilter4dDescriptor(
-        w_desc, type, CUDNN_TENSOR_NCHW, (int)t->filters,
-        (int)t->channels, (int)t->kernel_h, (int)t->kernel_w));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(x_desc, CUDNN_TENSOR_NCHW, type,
+                                         (int)t->batch, (int)t->channels,
+                                         (int)t->height, (int)t->width));
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(w_desc, type, CUDNN_TENSOR_NCHW,
+                                         (int)t->filters, (int)t->channels,
+                                         (int)t->kernel_h, (int)t->kernel_w));
     CUDNN_TRY(cudnnSetConvolution2dDescriptor(
         conv_desc, (int)t->pad, (int)t->pad, (int)t->stride, (int)t->stride, 1,
         1, CUDNN_CROSS_CORRELATION, type));
@@ -84,15 +84,14 @@ int conv_in(const locus_bench_cuda_conv *t, cudnnDataType_t type, int tf32,
                                              : CUDNN_FMA_MATH));
     CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(conv_desc, x_desc, w_desc,
                                                     &n, &k, &p, &q));
-    CUDNN_TRY(cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NCHW,
-                                         type, n, k, p, q));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NCHW, type, n, k,
+                                         p, q));
     BENCH_CUDA_TRY(bench_cuda::random_buffer(
         &x, t->batch * t->channels * t->height * t->width, seed));
     BENCH_CUDA_TRY(bench_cuda::random_buffer(
         &w, t->filters * t->channels * t->kernel_h * t->kernel_w, seed + 1));
-    BENCH_CUDA_TRY(
-        cudaMalloc(&y, (size_t)n * (size_t)k * (size_t)p * (size_t)q *
-                           sizeof(T)));
+    BENCH_CUDA_TRY(cudaMalloc(&y, (size_t)n * (size_t)k * (size_t)p *
+                                      (size_t)q * sizeof(T)));
     CUDNN_TRY(cudnnFindConvolutionForwardAlgorithm(
         handle, x_desc, w_desc, conv_desc, y_desc, 16, &returned, perf));
     for (int i = 0; i < returned; i++)
@@ -136,15 +135,15 @@ cleanup:
  * for it). Not the 16-bit types: Locus's have an f32 output, which
  * cuDNN's forward convolution does not take with 16-bit inputs. */
 int conv(const locus_bench_cuda_conv *t, int dtype, int tf32, uint64_t seed,
-         int repeat, double *seconds, char *name, size_t name_size,
-         char *error, size_t error_size)
+         int repeat, double *seconds, char *name, size_t name_size, char *error,
+         size_t error_size)
 {
     if (dtype == LOCUS_BENCH_CUDA_F64)
         return conv_in<double>(t, CUDNN_DATA_DOUBLE, 0, seed, repeat, seconds,
                                name, name_size, error, error_size);
     if (dtype == LOCUS_BENCH_CUDA_F32)
-        return conv_in<float>(t, CUDNN_DATA_FLOAT, tf32, seed, repeat,
-                              seconds, name, name_size, error, error_size);
+        return conv_in<float>(t, CUDNN_DATA_FLOAT, tf32, seed, repeat, seconds,
+                              name, name_size, error, error_size);
     return bench_cuda::not_offered(error, error_size, "cudnn conv", dtype);
 }
 
