@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "bench_first_op.h"
+#include "bench_net.h"
 #include "bench_svg.h"
 #include "cli.h"
 #include "progress.h"
@@ -28,6 +29,10 @@ void bench_usage(FILE *out)
         "                                      at once; see --help there)\n"
         "       locus bench first-op [options] (a new process's first op;\n"
         "                                      see --help there)\n"
+        "       locus bench conv --net resnet50|mobilenetv2 --batch N\n"
+        "                                     (every conv of the network\n"
+        "                                      beside oneDNN or cuDNN; see\n"
+        "                                      locus bench conv --net x -h)\n"
         "\n"
         "Runs a kernel over a range of sizes, checks each result against a\n"
         "float64 reference and reports time, GFLOP/s, GB/s and where the\n"
@@ -635,6 +640,8 @@ int bench_command(int argc, char **argv)
         return bench_split_command(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "first-op") == 0)
         return bench_first_op_command(argc - 1, argv + 1);
+    if (bench_net_requested(argc, argv))
+        return bench_net_command(argc, argv);
     bench_request *request = xmalloc(sizeof(*request));
     int exit_status = parse_bench_arguments(argc, argv, request);
     if (exit_status >= 0) {

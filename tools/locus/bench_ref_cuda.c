@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "bench_cuda/bench_cuda_api.h"
+#include "bench_net.h"
 
 #ifndef LOCUS_BENCH_MODULE_DIR
 #define LOCUS_BENCH_MODULE_DIR "."
@@ -162,4 +163,55 @@ void bench_reference_cuda(const bench_reference_input *input,
             break;
         }
     }
+}
+
+bool bench_cudnn_conv_layer(const locus_conv2d_desc *d, bool bias, int repeat,
+                            double *seconds, char *name, size_t name_size,
+                            char *why, size_t why_size)
+{
+    if (!loaded)
+        load_modules();
+    const locus_bench_cuda *t = modules[2];
+    if (t == NULL || t->conv_layer == NULL) {
+        snprintf(why, why_size, "cudnn: module locus-bench-cudnn unavailable");
+        return false;
+    }
+    const locus_bench_cuda_conv_layer layer = {
+        .batch = d->batch,
+        .channels = d->in_channels,
+        .height = d->in_height,
+        .width = d->in_width,
+        .filters = d->out_channels,
+        .kernel_h = d->kernel_height,
+        .kernel_w = d->kernel_width,
+        .stride_h = d->stride_h,
+        .stride_w = d->stride_w,
+        .pad_top = d->pad_h,
+        .pad_bottom = d->pad_bottom == LOCUS_CONV_PAD_SAME_AS_TOP
+                          ? d->pad_h
+                          : d->pad_bottom,
+        .pad_left = d->pad_w,
+        .pad_right = d->pad_right == LOCUS_CONV_PAD_SAME_AS_TOP ? d->pad_w
+                                                                : d->pad_right,
+        .dilation_h = d->dilation_h > 0 ? d->dilation_h : 1,
+        .dilation_w = d->dilation_w > 0 ? d->dilation_w : 1,
+        .groups = d->groups > 0 ? d->groups : 1,
+        .bias = bias,
+        .activation = (int)d->activation,
+    };
+    const int tf32 = d->math == LOCUS_MATH_TF32 && d->dtype == LOCUS_DTYPE_F32;
+    char algorithm[48] = "", error[256] = "";
+    int code =
+        t->conv_layer(&layer, (int)d->dtype, tf32, 12345, repeat, seconds,
+                      algorithm, sizeof algorithm, error, sizeof error);
+    if (code != 0) {
+        snprintf(why, why_size, "%s", error);
+        return false;
+    }
+    snprintf(name, name_size, "cudnn %s %s",
+             d->dtype == LOCUS_DTYPE_F64 ? "f64"
+             : tf32                      ? "tf32"
+                                         : "fp32",
+             algorithm);
+    return true;
 }

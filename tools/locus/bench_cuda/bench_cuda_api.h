@@ -24,8 +24,8 @@
 extern "C" {
 #endif
 
-/* 2: the entries take a dtype. */
-#define LOCUS_BENCH_CUDA_ABI 2
+/* 2: the entries take a dtype. 3: conv_layer appended. */
+#define LOCUS_BENCH_CUDA_ABI 3
 #define LOCUS_BENCH_CUDA_NOT_OFFERED 2
 enum {
     LOCUS_BENCH_CUDA_F32 = 1,
@@ -40,6 +40,19 @@ typedef struct locus_bench_cuda_conv {
     size_t batch, channels, height, width, filters, kernel_h, kernel_w;
     size_t stride, pad;
 } locus_bench_cuda_conv;
+
+/* A network's layer (`locus bench conv --net`): groups, dilation, the
+ * four paddings, an optional bias of K and a fused activation (0 none, 1
+ * relu, 2 relu6, as locus_activation). */
+typedef struct locus_bench_cuda_conv_layer {
+    size_t batch, channels, height, width, filters, kernel_h, kernel_w;
+    size_t stride_h, stride_w;
+    size_t pad_top, pad_bottom, pad_left, pad_right;
+    size_t dilation_h, dilation_w;
+    size_t groups;
+    int bias;
+    int activation;
+} locus_bench_cuda_conv_layer;
 
 typedef struct locus_bench_cuda {
     int abi; /* LOCUS_BENCH_CUDA_ABI */
@@ -59,6 +72,13 @@ typedef struct locus_bench_cuda {
                 size_t name_size, char *error, size_t error_size);
     /* An empty kernel launch plus stream synchronize. */
     int (*launch)(int repeat, double *seconds, char *error, size_t error_size);
+    /* A network's layer with its bias and activation, NCHW/KCRS in dtype;
+     * name gets the algorithm and how the bias and activation ran. A
+     * feature the library lacks: LOCUS_BENCH_CUDA_NOT_OFFERED. */
+    int (*conv_layer)(const locus_bench_cuda_conv_layer *layer, int dtype,
+                      int tf32, uint64_t seed, int repeat, double *seconds,
+                      char *name, size_t name_size, char *error,
+                      size_t error_size);
 } locus_bench_cuda;
 
 typedef const locus_bench_cuda *(*locus_bench_cuda_entry_fn)(void);

@@ -76,7 +76,7 @@ cleanup:
 }
 
 const locus_bench_cuda table = {
-    LOCUS_BENCH_CUDA_ABI, "cub", reduce, nullptr, nullptr, launch,
+    LOCUS_BENCH_CUDA_ABI, "cub", reduce, nullptr, nullptr, launch, nullptr,
 };
 
 } // namespace

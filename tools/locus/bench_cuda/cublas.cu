@@ -95,7 +95,7 @@ int gemm(size_t m, size_t n, size_t k, int dtype, int tf32, uint64_t seed,
 }
 
 const locus_bench_cuda table = {
-    LOCUS_BENCH_CUDA_ABI, "cublas", nullptr, gemm, nullptr, nullptr,
+    LOCUS_BENCH_CUDA_ABI, "cublas", nullptr, gemm, nullptr, nullptr, nullptr,
 };
 
 } // namespace
