@@ -438,15 +438,21 @@ static void measure_onednn(const bench_net_request *request, layer_run *run,
         free(hosts[b]);
 }
 
+/* The vendor library of the hardware under the device: oneDNN for the
+ * CPU (also under an OpenCL CPU device such as PoCL), cuDNN for a CUDA
+ * device and for NVIDIA's OpenCL GPU (the same GPU, as cuda:0: the module
+ * runs on CUDA's first device). */
 static void measure_reference(const locus_device_info *info,
                               const bench_net_request *request, layer_run *run,
                               random_state *random, bench_net_row *row)
 {
-    if (strcmp(info->backend, "cpu") == 0) {
+    bool cpu = info->kind == LOCUS_DEVICE_CPU;
+    bool nvidia = strstr(info->vendor, "NVIDIA") != NULL;
+    if (cpu) {
         measure_onednn(request, run,
                        info->compute_units > 0 ? info->compute_units : 1,
                        random, row);
-    } else if (strcmp(info->backend, "cuda") == 0) {
+    } else if (strcmp(info->backend, "cuda") == 0 || nvidia) {
         progress_show("%s %s: cudnn", row->device, row->layer->name);
         double seconds = 0.0;
         if (bench_cudnn_conv_layer(
@@ -458,7 +464,8 @@ static void measure_reference(const locus_device_info *info,
         }
     } else {
         snprintf(row->reference_reason, sizeof(row->reference_reason),
-                 "no vendor conv library for %s devices", info->backend);
+                 "no vendor conv library for %s (%s)", info->selector,
+                 info->vendor);
     }
 }
 
@@ -506,7 +513,7 @@ static bool run_device(locus_context *context, locus_device *device,
     }
     for (size_t i = 0; i < net->layer_count; ++i)
         measure_reference(&info, request, &runs[i], random, &rows[i]);
-    if (strcmp(info.backend, "cpu") == 0)
+    if (info.kind == LOCUS_DEVICE_CPU)
         bench_quiesce();
     free(runs);
     progress_clear();

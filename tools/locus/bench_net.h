@@ -43,7 +43,9 @@ typedef struct bench_net_layer {
 typedef struct bench_net {
     const char *name; /* "resnet50", "mobilenetv2" */
     size_t in_channels, in_height, in_width;
-    /* The last conv's output, which the tables' test checks too. */
+    /* The last conv (by name) and its output, which the tables' test
+     * checks too. */
+    const char *last_layer;
     size_t out_channels, out_height, out_width;
     unsigned conv_layers; /* the network's conv count: 53, 52 */
     const bench_net_layer *layers;
@@ -62,7 +64,7 @@ bool bench_net_layer_output(const bench_net_layer *layer, size_t *out_height,
 /* The whole table checked: counts add up to conv_layers, each layer's
  * output fits, its input is its source's output (C = K, H and W = P and
  * Q, after the pool where pooled), groups divide the channels, names are
- * unique, and the last layer gives the network's output. False with the
+ * unique, and the last conv gives the network's output. False with the
  * reason in why. */
 bool bench_net_check(const bench_net *net, char *why, size_t why_size);
 

@@ -178,6 +178,7 @@ static const bench_net nets[] = {
         .in_channels = 3,
         .in_height = 224,
         .in_width = 224,
+        .last_layer = "layer4.0-2.conv3",
         .out_channels = 2048,
         .out_height = 7,
         .out_width = 7,
@@ -190,6 +191,7 @@ static const bench_net nets[] = {
         .in_channels = 3,
         .in_height = 224,
         .in_width = 224,
+        .last_layer = "features.18",
         .out_channels = 1280,
         .out_height = 7,
         .out_width = 7,
@@ -315,7 +317,7 @@ bool bench_net_check(const bench_net *net, char *why, size_t why_size)
             snprintf(why, why_size, "%s: its kernel does not fit", layer->name);
             return false;
         }
-        if (i + 1 == net->layer_count &&
+        if (strcmp(layer->name, net->last_layer) == 0 &&
             (layer->filters != net->out_channels || p != net->out_height ||
              q != net->out_width)) {
             snprintf(why, why_size,
@@ -325,6 +327,10 @@ bool bench_net_check(const bench_net *net, char *why, size_t why_size)
                      net->out_height, net->out_width);
             return false;
         }
+    }
+    if (layer_named(net, net->last_layer) == NULL) {
+        snprintf(why, why_size, "%s: no layer %s", net->name, net->last_layer);
+        return false;
     }
     if (total != net->conv_layers) {
         snprintf(why, why_size, "%s: %u conv layers counted, %u expected",
