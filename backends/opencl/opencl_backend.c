@@ -481,6 +481,9 @@ static const locus_backend opencl_backend = {
     .selector_parts = LOCUS_SELECTOR_INDEX | LOCUS_SELECTOR_KIND,
     .nominal_rates = opencl_nominal_rates,
     .offers = opencl_offers,
+    /* Every feature, in f32 and (cl_khr_fp64) f64: opencl_conv_layer.c. */
+    .conv2d_features = LOCUS_CONV_FEATURES_ALL,
+    .conv2d_layer = locus__opencl_conv2d_layer,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

@@ -163,5 +163,11 @@ locus_status locus__opencl_conv2d(void *state, size_t device,
                                   const locus_conv2d_desc *desc,
                                   const void *input, const void *filter,
                                   void *output, locus_op_context *op);
+/* conv2d with the features of 0.3 (opencl_conv_layer.c). */
+locus_status locus__opencl_conv2d_layer(void *state, size_t device,
+                                        const locus_conv2d_desc *desc,
+                                        const void *input, const void *filter,
+                                        const void *bias, void *output,
+                                        locus_op_context *op);
 
 #endif
