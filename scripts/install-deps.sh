@@ -25,7 +25,7 @@ set -eu
 build_packages="build-essential meson ninja-build pkg-config python3
   libhwloc-dev libnuma-dev libudev-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-  libopenblas-dev libdnnl-dev"
+  libopenblas-dev libdnnl-dev gfortran"
 test_packages="clang-format qemu-system-x86 busybox-static
   openmpi-bin libopenmpi-dev numactl hwloc clinfo
   clang libclang-rt-dev valgrind librsvg2-bin cmake groff-base"
