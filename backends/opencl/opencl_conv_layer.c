@@ -5,15 +5,16 @@
  * f64 program, as the other f64 ops). Requests without features keep
  * going to locus__opencl_conv2d (opencl_conv.c), unchanged.
  *
- * Kernels (kernels/conv_layer.cl): a depthwise one for groups == C, and a
- * direct one for everything else; both read and write either layout in
- * place, with the bias and the activation applied at the store, so no
- * workspace. `auto` takes the depthwise kernel when groups == C, else the
- * direct one. LOCUS_CONV_IM2COL asked by name runs the direct kernel too
- * (the record says "direct"): the generalised im2col with a GEMM per group
- * is not written yet (docs/CONV.md). MEC, the implicit GEMM and Winograd
- * have none of the features: LOCUS_ERROR_NOT_SUPPORTED naming them, as on
- * the cpu.
+ * Kernels (kernels/conv_layer.cl): a depthwise one for groups == C, a
+ * direct one for any layer (both read and write either layout in place,
+ * with the bias and the activation at the store, no workspace), and im2col
+ * generalised to the features: a lowering that reads NHWC in place and
+ * follows the filter's order (KCRS or KRSC), one GEMM of gemm.cl per group
+ * batched over the images (an NHWC output written in place by the
+ * transposed product), then a small epilogue pass for the bias and the
+ * activation. auto: see choose(). LOCUS_CONV_IM2COL asked by name: im2col.
+ * MEC, the implicit GEMM and Winograd have none of the features:
+ * LOCUS_ERROR_NOT_SUPPORTED naming them, as on the cpu.
  *
  * The kernel objects are made per call from the device's program (cached
  * by opencl_program.c): clCreateKernel costs microseconds, against a layer
@@ -21,10 +22,14 @@
  * is a later step.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "opencl_conv.h"
 
+/* The element kernels' work-group. */
 #define LAYER_GROUP 64
+/* auto's direct kernel below this many multiply-adds (choose). */
+#define LAYER_DIRECT_MACS 32768.0
 
 static const char *const feature_names[] = {
     "groups", "dilation", "asymmetric padding", "bias", "activation", "nhwc",
@@ -114,40 +119,233 @@ static locus_status check_desc(const opencl_state *state, size_t index,
     return LOCUS_SUCCESS;
 }
 
-/* Makes the kernel `name` of the dtype's program and enqueues it over
- * every output element. */
-static locus_status enqueue_layer(opencl_state *state, size_t index,
-                                  opencl_device *device, int f64,
-                                  const char *name, const cl_uint shape[18],
-                                  cl_mem input, cl_mem filter, cl_mem bias,
-                                  cl_mem output, cl_ulong total)
+/* One conv2d_layer call on one device (device->lock held). */
+typedef struct layer_call {
+    opencl_state *state;
+    size_t index;
+    opencl_device *device;
+    int f64;
+    size_t n, c, k, g, r, s, p, q;
+    cl_uint shape[18]; /* the kernels' LAYER_SHAPE_ARGS */
+    cl_mem input, filter, bias, output;
+    size_t workspace_bytes;
+} layer_call;
+
+static locus_status make_kernel(const layer_call *call, const char *name,
+                                cl_kernel *kernel)
 {
     cl_int err = CL_SUCCESS;
-    cl_kernel kernel =
-        clCreateKernel(f64 ? device->program_f64 : device->program, name, &err);
-    if (kernel == NULL || err != CL_SUCCESS)
-        return locus__opencl_op_fail(state, index, device, err,
-                                     "clCreateKernel", "conv2d layer");
-    const cl_uint has_bias = bias != NULL;
+    *kernel = clCreateKernel(call->f64 ? call->device->program_f64
+                                       : call->device->program,
+                             name, &err);
+    if (*kernel != NULL && err == CL_SUCCESS)
+        return LOCUS_SUCCESS;
+    *kernel = NULL;
+    return locus__opencl_op_fail(call->state, call->index, call->device, err,
+                                 "clCreateKernel", name);
+}
+
+static locus_status launch_failed(const layer_call *call, cl_int err,
+                                  const char *failed)
+{
+    return err == CL_SUCCESS
+               ? LOCUS_SUCCESS
+               : locus__opencl_op_fail(call->state, call->index, call->device,
+                                       err, failed, "conv2d layer");
+}
+
+/* The direct or the depthwise kernel over every output element. */
+static locus_status run_direct(layer_call *call, const char *name)
+{
+    cl_kernel kernel = NULL;
+    locus_status status = make_kernel(call, name, &kernel);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    const cl_ulong total = (cl_ulong)call->n * call->k * call->p * call->q;
+    const cl_uint has_bias = call->bias != NULL;
     /* A buffer argument must be a valid object: the input stands in for
      * an absent bias, which the kernel then does not read. */
-    cl_mem bias_arg = bias != NULL ? bias : input;
+    cl_mem bias_arg = call->bias != NULL ? call->bias : call->input;
     opencl_arg args[24] = {
-        {sizeof(cl_mem), &input},    {sizeof(cl_mem), &filter},
-        {sizeof(cl_mem), &bias_arg}, {sizeof has_bias, &has_bias},
-        {sizeof(cl_mem), &output},   {sizeof total, &total},
+        {sizeof(cl_mem), &call->input},  {sizeof(cl_mem), &call->filter},
+        {sizeof(cl_mem), &bias_arg},     {sizeof has_bias, &has_bias},
+        {sizeof(cl_mem), &call->output}, {sizeof total, &total},
     };
     for (size_t i = 0; i < 18; i++)
-        args[6 + i] = (opencl_arg){sizeof(cl_uint), &shape[i]};
+        args[6 + i] = (opencl_arg){sizeof(cl_uint), &call->shape[i]};
     const char *failed = "";
-    err = locus__opencl_enqueue_1d(device, kernel, args, 24, (size_t)total,
-                                   LAYER_GROUP, &failed);
+    cl_int err = locus__opencl_enqueue_1d(call->device, kernel, args, 24,
+                                          (size_t)total, LAYER_GROUP, &failed);
     if (err == CL_SUCCESS)
-        err = locus__opencl_finish(device, &failed);
+        err = locus__opencl_finish(call->device, &failed);
     clReleaseKernel(kernel);
-    return err == CL_SUCCESS ? LOCUS_SUCCESS
-                             : locus__opencl_op_fail(state, index, device, err,
-                                                     failed, "conv2d layer");
+    call->workspace_bytes = 0;
+    return launch_failed(call, err, failed);
+}
+
+/* Whether the GEMMs' 32-bit dimensions hold one group's product. */
+static int im2col_fits(const layer_call *call)
+{
+    const size_t depth = call->c / call->g * call->r * call->s;
+    return depth <= OPENCL_GEMM_MAX_DIM &&
+           call->p * call->q <= OPENCL_GEMM_MAX_DIM &&
+           call->k <= OPENCL_GEMM_MAX_DIM;
+}
+
+/* Group g's product for a chunk of images: out_g (Kg x PQ) = F_g cols_g
+ * for an NCHW output; for an NHWC one, out_g (PQ x Kg, leading dimension
+ * K) = cols_g^T F_g^T, so that the GEMM writes the output in place. */
+static opencl_gemm group_gemm(const layer_call *call, cl_mem cols, size_t g,
+                              size_t first, size_t images)
+{
+    const size_t kg = call->k / call->g, pq = call->p * call->q;
+    const size_t depth = call->c / call->g * call->r * call->s;
+    const size_t per_image = call->g * depth * pq;
+    opencl_gemm gemm = {.f64 = call->f64,
+                        .k = depth,
+                        .alpha = 1.0,
+                        .beta = 0.0,
+                        .c = call->output,
+                        .batch = images};
+    if (call->shape[17] /* NHWC output */) {
+        gemm.trans_a = gemm.trans_b = 1;
+        gemm.m = pq;
+        gemm.n = kg;
+        gemm.a = cols;
+        gemm.lda = pq;
+        gemm.a_off = g * depth * pq;
+        gemm.a_batch = per_image;
+        gemm.b = call->filter;
+        gemm.ldb = depth;
+        gemm.b_off = g * kg * depth;
+        gemm.ldc = call->k;
+        gemm.c_off = first * pq * call->k + g * kg;
+        gemm.c_batch = pq * call->k;
+    } else {
+        gemm.m = kg;
+        gemm.n = pq;
+        gemm.a = call->filter;
+        gemm.lda = depth;
+        gemm.a_off = g * kg * depth;
+        gemm.b = cols;
+        gemm.ldb = pq;
+        gemm.b_off = g * depth * pq;
+        gemm.b_batch = per_image;
+        gemm.ldc = pq;
+        gemm.c_off = first * call->k * pq + g * kg * pq;
+        gemm.c_batch = call->k * pq;
+    }
+    return gemm;
+}
+
+/* The epilogue kernel, when there is a bias or an activation. */
+static locus_status run_epilogue(const layer_call *call)
+{
+    const cl_uint activation = call->shape[15], out_nhwc = call->shape[17];
+    if (call->bias == NULL && activation == LOCUS_ACTIVATION_NONE)
+        return LOCUS_SUCCESS;
+    cl_kernel kernel = NULL;
+    locus_status status =
+        make_kernel(call, "locus_conv_layer_epilogue", &kernel);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    const cl_ulong total = (cl_ulong)call->n * call->k * call->p * call->q;
+    const cl_uint has_bias = call->bias != NULL, k = (cl_uint)call->k,
+                  pq = (cl_uint)(call->p * call->q);
+    cl_mem bias_arg = call->bias != NULL ? call->bias : call->output;
+    const opencl_arg args[] = {
+        {sizeof(cl_mem), &call->output},
+        {sizeof total, &total},
+        {sizeof(cl_mem), &bias_arg},
+        {sizeof has_bias, &has_bias},
+        {sizeof k, &k},
+        {sizeof pq, &pq},
+        {sizeof out_nhwc, &out_nhwc},
+        {sizeof activation, &activation},
+    };
+    const char *failed = "";
+    cl_int err = locus__opencl_enqueue_1d(call->device, kernel, args, 8,
+                                          (size_t)total, LAYER_GROUP, &failed);
+    clReleaseKernel(kernel);
+    return launch_failed(call, err, failed);
+}
+
+/* im2col with a GEMM per group, images lowered in chunks under the
+ * workspace cap, then the epilogue. */
+static locus_status run_im2col(layer_call *call)
+{
+    const size_t element = call->f64 ? sizeof(double) : sizeof(float);
+    const size_t per_image =
+        call->c * call->r * call->s * call->p * call->q * element;
+    const size_t chunk =
+        locus__opencl_conv_chunk(call->device, call->n, per_image);
+    const opencl_conv_run run = {
+        .state = call->state, .index = call->index, .device = call->device};
+    cl_mem cols = NULL;
+    locus_status status =
+        locus__opencl_conv_workspace(&run, chunk * per_image, 0, &cols);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    call->workspace_bytes = chunk * per_image;
+    cl_kernel lower = NULL;
+    status = make_kernel(call, "locus_conv_layer_lower", &lower);
+    const char *failed = "";
+    cl_int err = CL_SUCCESS;
+    for (size_t first = 0;
+         first < call->n && status == LOCUS_SUCCESS && err == CL_SUCCESS;
+         first += chunk) {
+        const size_t images = call->n - first < chunk ? call->n - first : chunk;
+        const cl_ulong first_image = first;
+        const cl_ulong total = (cl_ulong)(images * per_image / element);
+        opencl_arg args[22] = {
+            {sizeof(cl_mem), &call->input},
+            {sizeof first_image, &first_image},
+            {sizeof(cl_mem), &cols},
+            {sizeof total, &total},
+        };
+        for (size_t i = 0; i < 18; i++)
+            args[4 + i] = (opencl_arg){sizeof(cl_uint), &call->shape[i]};
+        err = locus__opencl_enqueue_1d(call->device, lower, args, 22,
+                                       (size_t)total, LAYER_GROUP, &failed);
+        for (size_t g = 0; g < call->g && err == CL_SUCCESS; g++) {
+            const opencl_gemm gemm = group_gemm(call, cols, g, first, images);
+            err = locus__opencl_enqueue_gemm(call->device, &gemm, &failed);
+        }
+        /* The next chunk overwrites cols: wait for this one's GEMMs. */
+        if (err == CL_SUCCESS && first + chunk < call->n)
+            err = locus__opencl_finish(call->device, &failed);
+    }
+    if (lower != NULL)
+        clReleaseKernel(lower);
+    if (status == LOCUS_SUCCESS)
+        status = launch_failed(call, err, failed);
+    if (status == LOCUS_SUCCESS)
+        status = run_epilogue(call);
+    if (status == LOCUS_SUCCESS) {
+        err = locus__opencl_finish(call->device, &failed);
+        status = launch_failed(call, err, failed);
+    }
+    /* Released after the commands completed (the queue keeps it alive
+     * until then anyway). */
+    clReleaseMemObject(cols);
+    return status;
+}
+
+/* auto: the depthwise kernel when groups == C; the direct kernel for a
+ * layer under LAYER_DIRECT_MACS multiply-adds, where one launch beats the
+ * lowering, a GEMM per group and the epilogue (each a launch, and the
+ * GEMMs' tiles mostly empty); im2col otherwise, or the direct kernel
+ * where the GEMMs' indices do not hold the layer. */
+static const char *choose(const layer_call *call, locus_conv_algorithm asked)
+{
+    if (asked == LOCUS_CONV_IM2COL)
+        return im2col_fits(call) ? "im2col" : NULL;
+    if (call->g == call->c)
+        return "depthwise";
+    const double macs = (double)call->n * (double)call->k *
+                        (double)(call->p * call->q) *
+                        (double)(call->c / call->g * call->r * call->s);
+    return macs < LAYER_DIRECT_MACS || !im2col_fits(call) ? "direct" : "im2col";
 }
 
 locus_status locus__opencl_conv2d_layer(void *opaque, size_t index,
@@ -183,13 +381,27 @@ locus_status locus__opencl_conv2d_layer(void *opaque, size_t index,
     }
     const size_t span_h = (desc->kernel_height - 1) * desc->dilation_h + 1;
     const size_t span_w = (desc->kernel_width - 1) * desc->dilation_w + 1;
-    const size_t p =
-        (desc->in_height + desc->pad_h + desc->pad_bottom - span_h) /
-            desc->stride_h +
-        1;
-    const size_t q = (desc->in_width + desc->pad_w + desc->pad_right - span_w) /
-                         desc->stride_w +
-                     1;
+    layer_call call = {
+        .state = state,
+        .index = index,
+        .f64 = desc->dtype == LOCUS_DTYPE_F64,
+        .n = desc->batch,
+        .c = desc->in_channels,
+        .k = desc->out_channels,
+        .g = desc->groups,
+        .r = desc->kernel_height,
+        .s = desc->kernel_width,
+        .p = (desc->in_height + desc->pad_h + desc->pad_bottom - span_h) /
+                 desc->stride_h +
+             1,
+        .q = (desc->in_width + desc->pad_w + desc->pad_right - span_w) /
+                 desc->stride_w +
+             1,
+        .input = (cl_mem)(uintptr_t)input,
+        .filter = (cl_mem)(uintptr_t)filter,
+        .bias = (cl_mem)(uintptr_t)bias,
+        .output = (cl_mem)output,
+    };
     const cl_uint shape[18] = {
         (cl_uint)desc->in_channels,
         (cl_uint)desc->in_height,
@@ -198,8 +410,8 @@ locus_status locus__opencl_conv2d_layer(void *opaque, size_t index,
         (cl_uint)desc->kernel_height,
         (cl_uint)desc->kernel_width,
         (cl_uint)desc->groups,
-        (cl_uint)p,
-        (cl_uint)q,
+        (cl_uint)call.p,
+        (cl_uint)call.q,
         (cl_uint)desc->stride_h,
         (cl_uint)desc->stride_w,
         (cl_uint)desc->pad_h,
@@ -210,26 +422,36 @@ locus_status locus__opencl_conv2d_layer(void *opaque, size_t index,
         desc->input_layout == LOCUS_LAYOUT_NHWC,
         desc->output_layout == LOCUS_LAYOUT_NHWC,
     };
-    /* The output is a buffer of these elements, so the product fits. */
-    const cl_ulong total = (cl_ulong)desc->batch * desc->out_channels * p * q;
-    const int f64 = desc->dtype == LOCUS_DTYPE_F64;
-    const int depthwise =
-        desc->algorithm == LOCUS_CONV_AUTO && desc->groups == desc->in_channels;
-    opencl_device *device = NULL;
-    status = f64 ? locus__opencl_f64_begin(state, index, &device)
-                 : locus__opencl_op_begin(state, index, &device);
+    memcpy(call.shape, shape, sizeof shape);
+    const char *algorithm = choose(&call, desc->algorithm);
+    if (algorithm == NULL)
+        return state->services->fail(
+            LOCUS_ERROR_NOT_SUPPORTED,
+            "opencl:%zu conv2d im2col: a group's GEMM is past the kernels' "
+            "32-bit dimensions (auto takes the direct kernel)",
+            index);
+    status = call.f64 ? locus__opencl_f64_begin(state, index, &call.device)
+                      : locus__opencl_op_begin(state, index, &call.device);
     if (status != LOCUS_SUCCESS)
         return status;
-    status = enqueue_layer(
-        state, index, device, f64,
-        depthwise ? "locus_conv_layer_depthwise" : "locus_conv_layer_direct",
-        shape, (cl_mem)(uintptr_t)input, (cl_mem)(uintptr_t)filter,
-        (cl_mem)(uintptr_t)bias, (cl_mem)output, total);
-    if (status == LOCUS_SUCCESS) {
-        locus__opencl_set_algorithm(op, depthwise ? "depthwise" : "direct");
-        if (op != NULL && op->record != NULL)
-            op->record->workspace_bytes = 0;
+    if (strcmp(algorithm, "im2col") == 0) {
+        status = run_im2col(&call);
+        /* auto's im2col needs workspace the direct kernel does not. */
+        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY &&
+            desc->algorithm == LOCUS_CONV_AUTO) {
+            algorithm = "direct";
+            status = run_direct(&call, "locus_conv_layer_direct");
+        }
+    } else {
+        status = run_direct(&call, strcmp(algorithm, "depthwise") == 0
+                                       ? "locus_conv_layer_depthwise"
+                                       : "locus_conv_layer_direct");
     }
-    pthread_mutex_unlock(&device->lock);
+    if (status == LOCUS_SUCCESS) {
+        locus__opencl_set_algorithm(op, algorithm);
+        if (op != NULL && op->record != NULL)
+            op->record->workspace_bytes = call.workspace_bytes;
+    }
+    pthread_mutex_unlock(&call.device->lock);
     return status;
 }

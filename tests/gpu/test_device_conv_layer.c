@@ -208,7 +208,7 @@ static int output_ok(double got, long double ref, long double mag, double terms,
 }
 
 /* The record's algorithm of each run (the OpenCL backend's kernels). */
-static int saw_direct, saw_depthwise, outputs_checked;
+static int saw_direct, saw_depthwise, saw_im2col, outputs_checked;
 
 /* Runs one case; special: one NaN, one +inf and one -inf in the input. */
 static void run_case(locus_context *ctx, locus_device *dev, const char *name,
@@ -261,6 +261,7 @@ static void run_case(locus_context *ctx, locus_device *dev, const char *name,
         goto release;
     saw_direct |= strcmp(record.algorithm, "direct") == 0;
     saw_depthwise |= strcmp(record.algorithm, "depthwise") == 0;
+    saw_im2col |= strcmp(record.algorithm, "im2col") == 0;
     status = locus_buffer_read(bout, 0, out, out_count * elem);
     CHECK(status == LOCUS_SUCCESS, "read: %s", locus_last_error());
     double u = dtype == LOCUS_DTYPE_F64 ? 0x1p-53 : 0x1p-24;
@@ -440,11 +441,10 @@ int main(void)
     CHECK(tested > 0, "no %s device", DEVICE_TEST_BACKEND);
     printf("%d outputs checked on %zu devices\n", outputs_checked, tested);
 #if defined(LOCUS_TEST_BACKEND_OPENCL)
-    /* Both of the OpenCL backend's layer kernels ran. */
-    CHECK(saw_direct && saw_depthwise,
-          "kernels that ran: direct %d, "
-          "depthwise %d",
-          saw_direct, saw_depthwise);
+    /* Each of the OpenCL backend's layer kernels ran. */
+    CHECK(saw_direct && saw_depthwise && saw_im2col,
+          "kernels that ran: direct %d, depthwise %d, im2col %d", saw_direct,
+          saw_depthwise, saw_im2col);
 #endif
     locus_context_destroy(context);
     return cuda_test_finish("conv_layer");

@@ -169,3 +169,63 @@ __kernel void locus_conv_layer_depthwise(__global const layer_real *x,
         acc += bias[k];
     out[id] = layer_activate(activation, acc);
 }
+
+/* im2col generalised to the features, for a GEMM per group: for images
+ * first + i of a chunk, cols[i][g][row][p Q + q] holds the input under
+ * tap row of output (p, q), zero in the padding (any side) or past it.
+ * row runs in the filter's order, (c R + r) S + s for KCRS (an NCHW
+ * input), (r S + s) Cg + c for KRSC (an NHWC one, read in place), so
+ * group g's filter rows are a plain Kg x (Cg R S) matrix in both. */
+__kernel void locus_conv_layer_lower(__global const layer_real *x,
+                                     ulong first, __global layer_real *cols,
+                                     ulong total, LAYER_SHAPE_ARGS)
+{
+    const ulong id = get_global_id(0);
+    if (id >= total)
+        return;
+    const layer_shape l = LAYER_SHAPE_INIT;
+    const uint cg = C / G, depth = cg * R * S, pq_count = P * Q;
+    const uint pq = (uint)(id % pq_count);
+    ulong rest = id / pq_count;
+    const uint row = (uint)(rest % depth);
+    rest /= depth;
+    const uint g = (uint)(rest % G);
+    const ulong n = first + rest / G;
+    uint c, r, s;
+    if (in_nhwc) {
+        c = row % cg;
+        const uint rs = row / cg;
+        r = rs / S;
+        s = rs % S;
+    } else {
+        s = row % S;
+        const uint cr = row / S;
+        r = cr % R;
+        c = cr / R;
+    }
+    const uint p = pq / Q, q = pq % Q;
+    const int y = (int)(p * sh + r * dh) - (int)pt;
+    const int w = (int)(q * sw + s * dw) - (int)pl;
+    layer_real v = (layer_real)0;
+    if (y >= 0 && y < (int)H && w >= 0 && w < (int)W)
+        v = layer_input(x, &l, n, g * cg + c, (uint)y, (uint)w);
+    cols[id] = v;
+}
+
+/* The bias and the activation after the GEMMs, in place over the whole
+ * output (P Q positions per channel; channel k of element id as the
+ * layout numbers it). */
+__kernel void locus_conv_layer_epilogue(__global layer_real *out, ulong total,
+                                        __global const layer_real *bias,
+                                        uint has_bias, uint K, uint PQ,
+                                        uint out_nhwc, uint activation)
+{
+    const ulong id = get_global_id(0);
+    if (id >= total)
+        return;
+    const uint k = out_nhwc ? (uint)(id % K) : (uint)(id / PQ % K);
+    layer_real v = out[id];
+    if (has_bias)
+        v += bias[k];
+    out[id] = layer_activate(activation, v);
+}
