@@ -25,6 +25,11 @@ typedef struct bench_net_layer {
      * chain. */
     const char *source;
     bool pooled;
+    /* Merged rows read several layers' outputs: source2 (any row) gives
+     * the same shape. residual: the layer whose output this one's is
+     * added to (a downsample projection and its block's last conv). */
+    const char *source2;
+    const char *residual;
     size_t channels, height, width;
     size_t filters, kernel_height, kernel_width;
     size_t stride;
@@ -63,7 +68,9 @@ bool bench_net_layer_output(const bench_net_layer *layer, size_t *out_height,
 
 /* The whole table checked: counts add up to conv_layers, each layer's
  * output fits, its input is its source's output (C = K, H and W = P and
- * Q, after the pool where pooled), groups divide the channels, names are
+ * Q, after the pool where pooled; source2 likewise), a residual partner
+ * has the same output, every output is read by some layer, groups divide
+ * the channels, names are
  * unique, and the last conv gives the network's output. False with the
  * reason in why. */
 bool bench_net_check(const bench_net *net, char *why, size_t why_size);

@@ -9,15 +9,16 @@
 
 /* Symmetric padding, dilation 1, and the folded batch norm's bias: every
  * conv of both networks. */
-#define LAYER(name_, source_, pooled_, c, h, w, k, r, stride_, pad, groups_,   \
-              activation_, count_)                                             \
+#define FIELDS(name_, source_, pooled_, c, h, w, k, r, stride_, pad, groups_,  \
+               activation_, count_)                                            \
+    .name = name_, .source = source_, .pooled = pooled_, .channels = c,        \
+    .height = h, .width = w, .filters = k, .kernel_height = r,                 \
+    .kernel_width = r, .stride = stride_, .pad_top = pad, .pad_bottom = pad,   \
+    .pad_left = pad, .pad_right = pad, .dilation = 1, .groups = groups_,       \
+    .bias = true, .activation = activation_, .count = count_
+#define LAYER(...)                                                             \
     {                                                                          \
-        .name = name_, .source = source_, .pooled = pooled_, .channels = c,    \
-        .height = h, .width = w, .filters = k, .kernel_height = r,             \
-        .kernel_width = r, .stride = stride_, .pad_top = pad,                  \
-        .pad_bottom = pad, .pad_left = pad, .pad_right = pad, .dilation = 1,   \
-        .groups = groups_, .bias = true, .activation = activation_,            \
-        .count = count_,                                                       \
+        FIELDS(__VA_ARGS__)                                                    \
     }
 
 #define RELU LOCUS_ACTIVATION_RELU
@@ -32,12 +33,14 @@ static const bench_net_layer resnet50_layers[] = {
     LAYER("conv1", NULL, false, 3, 224, 224, 64, 7, 2, 3, 1, RELU, 1),
     /* layer1: 64 -> 256 at 56 x 56, stride 1 */
     LAYER("layer1.0.conv1", "conv1", true, 64, 56, 56, 64, 1, 1, 0, 1, RELU, 1),
-    LAYER("layer1.0-2.conv2", "layer1.0.conv1", false, 64, 56, 56, 64, 3, 1, 1,
-          1, RELU, 3),
+    {FIELDS("layer1.0-2.conv2", "layer1.0.conv1", false, 64, 56, 56, 64, 3, 1,
+            1, 1, RELU, 3),
+     .source2 = "layer1.1-2.conv1"},
     LAYER("layer1.0-2.conv3", "layer1.0-2.conv2", false, 64, 56, 56, 256, 1, 1,
           0, 1, NONE, 3),
-    LAYER("layer1.0.downsample.0", "conv1", true, 64, 56, 56, 256, 1, 1, 0, 1,
-          NONE, 1),
+    {FIELDS("layer1.0.downsample.0", "conv1", true, 64, 56, 56, 256, 1, 1, 0, 1,
+            NONE, 1),
+     .residual = "layer1.0-2.conv3"},
     LAYER("layer1.1-2.conv1", "layer1.0-2.conv3", false, 256, 56, 56, 64, 1, 1,
           0, 1, RELU, 2),
     /* layer2: 256 -> 512, 56 -> 28 */
@@ -45,10 +48,12 @@ static const bench_net_layer resnet50_layers[] = {
           0, 1, RELU, 1),
     LAYER("layer2.0.conv2", "layer2.0.conv1", false, 128, 56, 56, 128, 3, 2, 1,
           1, RELU, 1),
-    LAYER("layer2.0-3.conv3", "layer2.0.conv2", false, 128, 28, 28, 512, 1, 1,
-          0, 1, NONE, 4),
-    LAYER("layer2.0.downsample.0", "layer1.0-2.conv3", false, 256, 56, 56, 512,
-          1, 2, 0, 1, NONE, 1),
+    {FIELDS("layer2.0-3.conv3", "layer2.0.conv2", false, 128, 28, 28, 512, 1, 1,
+            0, 1, NONE, 4),
+     .source2 = "layer2.1-3.conv2"},
+    {FIELDS("layer2.0.downsample.0", "layer1.0-2.conv3", false, 256, 56, 56,
+            512, 1, 2, 0, 1, NONE, 1),
+     .residual = "layer2.0-3.conv3"},
     LAYER("layer2.1-3.conv1", "layer2.0-3.conv3", false, 512, 28, 28, 128, 1, 1,
           0, 1, RELU, 3),
     LAYER("layer2.1-3.conv2", "layer2.1-3.conv1", false, 128, 28, 28, 128, 3, 1,
@@ -58,10 +63,12 @@ static const bench_net_layer resnet50_layers[] = {
           0, 1, RELU, 1),
     LAYER("layer3.0.conv2", "layer3.0.conv1", false, 256, 28, 28, 256, 3, 2, 1,
           1, RELU, 1),
-    LAYER("layer3.0-5.conv3", "layer3.0.conv2", false, 256, 14, 14, 1024, 1, 1,
-          0, 1, NONE, 6),
-    LAYER("layer3.0.downsample.0", "layer2.0-3.conv3", false, 512, 28, 28, 1024,
-          1, 2, 0, 1, NONE, 1),
+    {FIELDS("layer3.0-5.conv3", "layer3.0.conv2", false, 256, 14, 14, 1024, 1,
+            1, 0, 1, NONE, 6),
+     .source2 = "layer3.1-5.conv2"},
+    {FIELDS("layer3.0.downsample.0", "layer2.0-3.conv3", false, 512, 28, 28,
+            1024, 1, 2, 0, 1, NONE, 1),
+     .residual = "layer3.0-5.conv3"},
     LAYER("layer3.1-5.conv1", "layer3.0-5.conv3", false, 1024, 14, 14, 256, 1,
           1, 0, 1, RELU, 5),
     LAYER("layer3.1-5.conv2", "layer3.1-5.conv1", false, 256, 14, 14, 256, 3, 1,
@@ -71,10 +78,12 @@ static const bench_net_layer resnet50_layers[] = {
           0, 1, RELU, 1),
     LAYER("layer4.0.conv2", "layer4.0.conv1", false, 512, 14, 14, 512, 3, 2, 1,
           1, RELU, 1),
-    LAYER("layer4.0-2.conv3", "layer4.0.conv2", false, 512, 7, 7, 2048, 1, 1, 0,
-          1, NONE, 3),
-    LAYER("layer4.0.downsample.0", "layer3.0-5.conv3", false, 1024, 14, 14,
-          2048, 1, 2, 0, 1, NONE, 1),
+    {FIELDS("layer4.0-2.conv3", "layer4.0.conv2", false, 512, 7, 7, 2048, 1, 1,
+            0, 1, NONE, 3),
+     .source2 = "layer4.1-2.conv2"},
+    {FIELDS("layer4.0.downsample.0", "layer3.0-5.conv3", false, 1024, 14, 14,
+            2048, 1, 2, 0, 1, NONE, 1),
+     .residual = "layer4.0-2.conv3"},
     LAYER("layer4.1-2.conv1", "layer4.0-2.conv3", false, 2048, 7, 7, 512, 1, 1,
           0, 1, RELU, 2),
     LAYER("layer4.1-2.conv2", "layer4.1-2.conv1", false, 512, 7, 7, 512, 3, 1,
@@ -114,8 +123,9 @@ static const bench_net_layer mobilenetv2_layers[] = {
           1, 144, RELU6, 1),
     LAYER("features.4.project", "features.4.dw", false, 144, 28, 28, 32, 1, 1,
           0, 1, NONE, 1),
-    LAYER("features.5-6.expand", "features.4.project", false, 32, 28, 28, 192,
-          1, 1, 0, 1, RELU6, 2),
+    {FIELDS("features.5-6.expand", "features.4.project", false, 32, 28, 28, 192,
+            1, 1, 0, 1, RELU6, 2),
+     .source2 = "features.5-6.project"},
     LAYER("features.5-6.dw", "features.5-6.expand", false, 192, 28, 28, 192, 3,
           1, 1, 192, RELU6, 2),
     LAYER("features.5-6.project", "features.5-6.dw", false, 192, 28, 28, 32, 1,
@@ -127,8 +137,9 @@ static const bench_net_layer mobilenetv2_layers[] = {
           1, 192, RELU6, 1),
     LAYER("features.7.project", "features.7.dw", false, 192, 14, 14, 64, 1, 1,
           0, 1, NONE, 1),
-    LAYER("features.8-10.expand", "features.7.project", false, 64, 14, 14, 384,
-          1, 1, 0, 1, RELU6, 3),
+    {FIELDS("features.8-10.expand", "features.7.project", false, 64, 14, 14,
+            384, 1, 1, 0, 1, RELU6, 3),
+     .source2 = "features.8-10.project"},
     LAYER("features.8-10.dw", "features.8-10.expand", false, 384, 14, 14, 384,
           3, 1, 1, 384, RELU6, 3),
     LAYER("features.8-10.project", "features.8-10.dw", false, 384, 14, 14, 64,
@@ -140,8 +151,9 @@ static const bench_net_layer mobilenetv2_layers[] = {
           1, 384, RELU6, 1),
     LAYER("features.11.project", "features.11.dw", false, 384, 14, 14, 96, 1, 1,
           0, 1, NONE, 1),
-    LAYER("features.12-13.expand", "features.11.project", false, 96, 14, 14,
-          576, 1, 1, 0, 1, RELU6, 2),
+    {FIELDS("features.12-13.expand", "features.11.project", false, 96, 14, 14,
+            576, 1, 1, 0, 1, RELU6, 2),
+     .source2 = "features.12-13.project"},
     LAYER("features.12-13.dw", "features.12-13.expand", false, 576, 14, 14, 576,
           3, 1, 1, 576, RELU6, 2),
     LAYER("features.12-13.project", "features.12-13.dw", false, 576, 14, 14, 96,
@@ -153,8 +165,9 @@ static const bench_net_layer mobilenetv2_layers[] = {
           1, 576, RELU6, 1),
     LAYER("features.14.project", "features.14.dw", false, 576, 7, 7, 160, 1, 1,
           0, 1, NONE, 1),
-    LAYER("features.15-16.expand", "features.14.project", false, 160, 7, 7, 960,
-          1, 1, 0, 1, RELU6, 2),
+    {FIELDS("features.15-16.expand", "features.14.project", false, 160, 7, 7,
+            960, 1, 1, 0, 1, RELU6, 2),
+     .source2 = "features.15-16.project"},
     LAYER("features.15-16.dw", "features.15-16.expand", false, 960, 7, 7, 960,
           3, 1, 1, 960, RELU6, 2),
     LAYER("features.15-16.project", "features.15-16.dw", false, 960, 7, 7, 160,
@@ -279,6 +292,55 @@ static bool source_shape(const bench_net *net, const bench_net_layer *layer,
     return true;
 }
 
+/* Whether some layer reads or adds this one's output. */
+static bool consumed(const bench_net *net, const bench_net_layer *layer)
+{
+    if (layer->residual != NULL || strcmp(layer->name, net->last_layer) == 0)
+        return true;
+    for (size_t i = 0; i < net->layer_count; ++i) {
+        const bench_net_layer *other = &net->layers[i];
+        const char *links[] = {other->source, other->source2, other->residual};
+        for (int l = 0; l < 3; ++l)
+            if (links[l] != NULL && strcmp(links[l], layer->name) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* source2 gives the same input as source; a residual partner has the
+ * same output; and the output goes somewhere. */
+static bool links_agree(const bench_net *net, const bench_net_layer *layer,
+                        size_t p, size_t q, char *why, size_t why_size)
+{
+    const char *names[] = {layer->source2, layer->residual};
+    for (int l = 0; l < 2; ++l) {
+        if (names[l] == NULL)
+            continue;
+        const bench_net_layer *other = layer_named(net, names[l]);
+        size_t op = 0, oq = 0;
+        if (other == NULL || !bench_net_layer_output(other, &op, &oq)) {
+            snprintf(why, why_size, "%s: no layer %s", layer->name, names[l]);
+            return false;
+        }
+        size_t want[3] = {l == 0 ? layer->channels : layer->filters,
+                          l == 0 ? layer->height : p,
+                          l == 0 ? layer->width : q};
+        if (other->filters != want[0] || op != want[1] || oq != want[2]) {
+            snprintf(why, why_size,
+                     "%s: %s gives %zux%zux%zu, this layer %s %zux%zux%zu",
+                     layer->name, other->name, other->filters, op, oq,
+                     l == 0 ? "reads" : "adds it to", want[0], want[1],
+                     want[2]);
+            return false;
+        }
+    }
+    if (!consumed(net, layer)) {
+        snprintf(why, why_size, "%s: no layer reads its output", layer->name);
+        return false;
+    }
+    return true;
+}
+
 bool bench_net_check(const bench_net *net, char *why, size_t why_size)
 {
     unsigned total = 0;
@@ -315,6 +377,9 @@ bool bench_net_check(const bench_net *net, char *why, size_t why_size)
         }
         if (!bench_net_layer_output(layer, &p, &q)) {
             snprintf(why, why_size, "%s: its kernel does not fit", layer->name);
+            return false;
+        }
+        if (!links_agree(net, layer, p, q, why, why_size)) {
             return false;
         }
         if (strcmp(layer->name, net->last_layer) == 0 &&
