@@ -15,11 +15,6 @@
  * activation. auto: see choose(). LOCUS_CONV_IM2COL asked by name: im2col.
  * MEC, the implicit GEMM and Winograd have none of the features:
  * LOCUS_ERROR_NOT_SUPPORTED naming them, as on the cpu.
- *
- * The kernel objects are made per call from the device's program (cached
- * by opencl_program.c): clCreateKernel costs microseconds, against a layer
- * op's launch and clFinish; keeping them beside the program's other kernels
- * is a later step.
  */
 #include <stdint.h>
 #include <string.h>
@@ -131,18 +126,45 @@ typedef struct layer_call {
     size_t workspace_bytes;
 } layer_call;
 
-static locus_status make_kernel(const layer_call *call, const char *name,
-                                cl_kernel *kernel)
+/* The kernels of conv_layer.cl, by their index in opencl_device's
+ * conv_layer[f64]. */
+static const char *const kernel_names[4] = {
+    "locus_conv_layer_direct",
+    "locus_conv_layer_depthwise",
+    "locus_conv_layer_lower",
+    "locus_conv_layer_epilogue",
+};
+enum { KERNEL_DIRECT, KERNEL_DEPTHWISE, KERNEL_LOWER, KERNEL_EPILOGUE };
+
+/* The kernel of the dtype's program, made at its first use and kept (its
+ * arguments are set anew by every call, under device->lock). */
+static locus_status get_kernel(const layer_call *call, int which,
+                               cl_kernel *kernel)
 {
-    cl_int err = CL_SUCCESS;
-    *kernel = clCreateKernel(call->f64 ? call->device->program_f64
-                                       : call->device->program,
-                             name, &err);
-    if (*kernel != NULL && err == CL_SUCCESS)
-        return LOCUS_SUCCESS;
-    *kernel = NULL;
-    return locus__opencl_op_fail(call->state, call->index, call->device, err,
-                                 "clCreateKernel", name);
+    cl_kernel *kept = &call->device->conv_layer[call->f64][which];
+    if (*kept == NULL) {
+        cl_int err = CL_SUCCESS;
+        *kept = clCreateKernel(call->f64 ? call->device->program_f64
+                                         : call->device->program,
+                               kernel_names[which], &err);
+        if (*kept == NULL || err != CL_SUCCESS) {
+            *kept = NULL;
+            return locus__opencl_op_fail(call->state, call->index, call->device,
+                                         err, "clCreateKernel",
+                                         kernel_names[which]);
+        }
+    }
+    *kernel = *kept;
+    return LOCUS_SUCCESS;
+}
+
+void locus__opencl_conv_layer_release(opencl_device *device, int f64)
+{
+    for (size_t i = 0; i < 4; i++) {
+        if (device->conv_layer[f64][i] != NULL)
+            clReleaseKernel(device->conv_layer[f64][i]);
+        device->conv_layer[f64][i] = NULL;
+    }
 }
 
 static locus_status launch_failed(const layer_call *call, cl_int err,
@@ -155,10 +177,10 @@ static locus_status launch_failed(const layer_call *call, cl_int err,
 }
 
 /* The direct or the depthwise kernel over every output element. */
-static locus_status run_direct(layer_call *call, const char *name)
+static locus_status run_direct(layer_call *call, int which)
 {
     cl_kernel kernel = NULL;
-    locus_status status = make_kernel(call, name, &kernel);
+    locus_status status = get_kernel(call, which, &kernel);
     if (status != LOCUS_SUCCESS)
         return status;
     const cl_ulong total = (cl_ulong)call->n * call->k * call->p * call->q;
@@ -178,7 +200,6 @@ static locus_status run_direct(layer_call *call, const char *name)
                                           (size_t)total, LAYER_GROUP, &failed);
     if (err == CL_SUCCESS)
         err = locus__opencl_finish(call->device, &failed);
-    clReleaseKernel(kernel);
     call->workspace_bytes = 0;
     return launch_failed(call, err, failed);
 }
@@ -245,8 +266,7 @@ static locus_status run_epilogue(const layer_call *call)
     if (call->bias == NULL && activation == LOCUS_ACTIVATION_NONE)
         return LOCUS_SUCCESS;
     cl_kernel kernel = NULL;
-    locus_status status =
-        make_kernel(call, "locus_conv_layer_epilogue", &kernel);
+    locus_status status = get_kernel(call, KERNEL_EPILOGUE, &kernel);
     if (status != LOCUS_SUCCESS)
         return status;
     const cl_ulong total = (cl_ulong)call->n * call->k * call->p * call->q;
@@ -266,7 +286,6 @@ static locus_status run_epilogue(const layer_call *call)
     const char *failed = "";
     cl_int err = locus__opencl_enqueue_1d(call->device, kernel, args, 8,
                                           (size_t)total, LAYER_GROUP, &failed);
-    clReleaseKernel(kernel);
     return launch_failed(call, err, failed);
 }
 
@@ -288,7 +307,7 @@ static locus_status run_im2col(layer_call *call)
         return status;
     call->workspace_bytes = chunk * per_image;
     cl_kernel lower = NULL;
-    status = make_kernel(call, "locus_conv_layer_lower", &lower);
+    status = get_kernel(call, KERNEL_LOWER, &lower);
     const char *failed = "";
     cl_int err = CL_SUCCESS;
     for (size_t first = 0;
@@ -315,8 +334,6 @@ static locus_status run_im2col(layer_call *call)
         if (err == CL_SUCCESS && first + chunk < call->n)
             err = locus__opencl_finish(call->device, &failed);
     }
-    if (lower != NULL)
-        clReleaseKernel(lower);
     if (status == LOCUS_SUCCESS)
         status = launch_failed(call, err, failed);
     if (status == LOCUS_SUCCESS)
@@ -440,12 +457,12 @@ locus_status locus__opencl_conv2d_layer(void *opaque, size_t index,
         if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY &&
             desc->algorithm == LOCUS_CONV_AUTO) {
             algorithm = "direct";
-            status = run_direct(&call, "locus_conv_layer_direct");
+            status = run_direct(&call, KERNEL_DIRECT);
         }
     } else {
         status = run_direct(&call, strcmp(algorithm, "depthwise") == 0
-                                       ? "locus_conv_layer_depthwise"
-                                       : "locus_conv_layer_direct");
+                                       ? KERNEL_DEPTHWISE
+                                       : KERNEL_DIRECT);
     }
     if (status == LOCUS_SUCCESS) {
         locus__opencl_set_algorithm(op, algorithm);

@@ -91,6 +91,12 @@ typedef struct opencl_device {
     unsigned f64_rwg, f64_groups_per_unit;
     cl_mem reduce_partials_f64;
     size_t reduce_partials_f64_groups;
+
+    /* conv2d_layer's kernels (kernels/conv_layer.cl), [0] from the f32
+     * program, [1] from the f64 one, made at their first use
+     * (opencl_conv_layer.c) and released with their program
+     * (locus__opencl_conv_layer_release). */
+    cl_kernel conv_layer[2][4];
 } opencl_device;
 
 typedef struct opencl_state {
@@ -163,6 +169,9 @@ locus_status locus__opencl_conv2d(void *state, size_t device,
                                   const locus_conv2d_desc *desc,
                                   const void *input, const void *filter,
                                   void *output, locus_op_context *op);
+/* conv2d with the features of 0.3 (opencl_conv_layer.c), and the release
+ * of its kernels of the f32 (f64 0) or the f64 program. */
+void locus__opencl_conv_layer_release(opencl_device *device, int f64);
 /* conv2d with the features of 0.3 (opencl_conv_layer.c). */
 locus_status locus__opencl_conv2d_layer(void *state, size_t device,
                                         const locus_conv2d_desc *desc,

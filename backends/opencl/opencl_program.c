@@ -553,6 +553,7 @@ locus_status locus__opencl_f64_ready(opencl_state *state, size_t index,
 
 static void release_f64(opencl_device *device)
 {
+    locus__opencl_conv_layer_release(device, 1);
     cl_kernel *kernels[] = {&device->gemm_f64, &device->gemm_scale_c_f64,
                             &device->reduce_f64, &device->im2col_f64};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
@@ -572,6 +573,7 @@ static void release_f64(opencl_device *device)
 void locus__opencl_program_release(opencl_device *device)
 {
     release_f64(device);
+    locus__opencl_conv_layer_release(device, 0);
     cl_kernel *kernels[] = {&device->gemm,
                             &device->gemm_scale_c,
                             &device->reduce,
