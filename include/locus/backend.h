@@ -232,6 +232,12 @@ typedef struct locus_backend_rates {
     double conv_flops_f64;
     double gemm_flops_half;
     double conv_flops_half;
+    /* Appended in 0.3: bytes/s at which conv2d prepares a filter it has not
+     * seen (the CPU packs it into its filter cache), paid on top of
+     * conv_fixed_seconds, which is measured with the filter prepared. 0:
+     * no such cost (the device prepares its filter in every call, and its
+     * conv rate includes it). */
+    double conv_filter_bytes;
 } locus_backend_rates;
 
 /* Nominal figures of the usual shape for a device whose data crosses a

@@ -384,6 +384,46 @@ static locus_status sweep(locus_context *context, locus_device *device,
     return LOCUS_SUCCESS;
 }
 
+/* What conv2d pays for a filter it has not seen: the robust mean of the
+ * sweep's first layer run right after a write to its filter (a new version,
+ * which the CPU's filter cache does not hold, so it packs the filter
+ * again), less that of the same layer back to back (the packing kept).
+ * As a rate over the filter's bytes, 0 when no slower: a device that keeps
+ * no prepared filter pays its preparation in every call, inside its conv
+ * rate. Measured on the devices that run on the pool, whose backend keeps
+ * one; a write to the filter of any other would add a copy up. */
+static locus_status measure_filter(locus_context *context, locus_device *device,
+                                   locus__rates *rates)
+{
+    sweep_point point = {.step = 0};
+    conv_shape(&point);
+    locus_status status = LOCUS_SUCCESS;
+    for (size_t i = 0; i < 3 && status == LOCUS_SUCCESS; i++)
+        status = make_buffer(context, point.floats[i], &point.operands[i]);
+    double kept = 0, fresh[LAUNCH_SAMPLES];
+    if (status == LOCUS_SUCCESS)
+        status =
+            time_op(context, device, run_conv, &point, LAUNCH_SAMPLES, &kept);
+    /* make_buffer's first value, written again: the same filter under a
+     * new version. */
+    const float first = 0.0f;
+    for (size_t i = 0; i < LAUNCH_SAMPLES && status == LOCUS_SUCCESS; i++) {
+        status = locus_buffer_write(point.operands[1], 0, &first, sizeof first);
+        double started = locus__now_seconds();
+        if (status == LOCUS_SUCCESS)
+            status = run_conv(context, device, &point);
+        fresh[i] = locus__now_seconds() - started;
+    }
+    for (size_t i = 0; i < 3; i++)
+        locus_buffer_destroy(point.operands[i]);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    double extra = locus__robust_mean(fresh, LAUNCH_SAMPLES) - kept;
+    rates->conv_filter_bytes =
+        extra > 0 ? sizeof(float) * (double)point.floats[1] / extra : 0;
+    return LOCUS_SUCCESS;
+}
+
 /* Rates of copies of `bytes` up to the device and back down, after one
  * round trip of warm-up (page faults, staging set-up). */
 static locus_status round_trips(const locus_device *device, void *memory,
@@ -483,6 +523,9 @@ locus_status locus__measure(locus_context *context, locus_device *device,
         locus__device_offers(device, &locus__conv2d_op.model))
         status = sweep(context, device, plan, "conv2d", conv_shape, run_conv,
                        &measured.conv_fixed_seconds, &measured.conv_flops);
+    if (status == LOCUS_SUCCESS && locus__runs_on_pool(device) &&
+        locus__device_offers(device, &locus__conv2d_op.model))
+        status = measure_filter(context, device, &measured);
     if (status == LOCUS_SUCCESS && !device->backend->table->host_memory)
         status = measure_transfers(device, plan, &measured);
     locus__set_calibrating(false);

@@ -375,13 +375,36 @@ static locus_status call_conv2d(locus_context *context, locus_device *device,
                               buffers[2], buffers[3], record);
 }
 
+/* Whether a device that keeps prepared filters (the CPU's filter cache)
+ * cannot hold this one: wrapped caller memory has no content key, and a
+ * filter whose host copy is stale was written elsewhere since the host
+ * last held it, so it is a version no CPU op has packed. A filter current
+ * on the host is taken as held: an application running a network again
+ * hands the same filters, and conv_fixed_seconds is measured so. */
+static bool filter_unprepared(const locus__op_cost *cost)
+{
+    if (cost->input_count < 2 || !cost->inputs[1])
+        return false;
+    locus_buffer *filter = cost->inputs[1];
+    if (filter->wrapped)
+        return true;
+    pthread_mutex_lock(&filter->state_lock);
+    bool on_host = (filter->valid & LOCUS__HOST_COPY) != 0;
+    pthread_mutex_unlock(&filter->state_lock);
+    return !on_host;
+}
+
 static double conv2d_compute_seconds(const locus_backend_rates *rates,
                                      const locus__op_cost *cost)
 {
-    return rates->conv_fixed_seconds +
-           cost->flops / locus__rate_in_dtype(
-                             rates->conv_flops, rates->conv_flops_f64,
-                             rates->conv_flops_half, locus__cost_dtype(cost));
+    double seconds =
+        rates->conv_fixed_seconds +
+        cost->flops / locus__rate_in_dtype(
+                          rates->conv_flops, rates->conv_flops_f64,
+                          rates->conv_flops_half, locus__cost_dtype(cost));
+    if (rates->conv_filter_bytes > 0 && filter_unprepared(cost))
+        seconds += (double)cost->inputs[1]->bytes / rates->conv_filter_bytes;
+    return seconds;
 }
 
 static bool backend_has_conv2d(const locus_backend *table)

@@ -168,7 +168,8 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
     X(gemm_flops_f64)                                                          \
     X(conv_flops_f64)                                                          \
     X(gemm_flops_half)                                                         \
-    X(conv_flops_half)
+    X(conv_flops_half)                                                         \
+    X(conv_filter_bytes)
 #define COUNT_FIELD(name) +1
 _Static_assert(sizeof(locus__rates) ==
                    (0 RATE_FIELDS(COUNT_FIELD)) * sizeof(double),
@@ -286,6 +287,7 @@ static locus__rates_source derive(const locus_device *whole,
     out->gemm_flops *= share;
     out->conv_flops *= share;
     out->reduce_bytes *= share;
+    out->conv_filter_bytes *= share; /* the workers pack it */
     return whole_source <= LOCUS__RATES_NOMINAL ? LOCUS__RATES_NOMINAL
                                                 : LOCUS__RATES_DERIVED;
 }

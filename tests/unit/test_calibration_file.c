@@ -26,6 +26,7 @@ static locus__rates sample_rates(void)
         .transfer_seconds = 7e-6,
         .download_pinned_bytes = 0,
         .wake_seconds = 1.2e-4 * test_rng_uniform(0.5, 2),
+        .conv_filter_bytes = 1.9e9 * test_rng_uniform(0.5, 2),
     };
 }
 
@@ -126,12 +127,14 @@ static void test_bad_bodies_are_refused(void)
         {"download_bytes ", "launch_seconds 1e-5\ndownload_bytes ",
          "repeated field", "repeats"},
         {"key locus", "key other", "another key", "another device"},
-        {"locus-calibration 5", "locus-calibration 4", "another version",
+        {"locus-calibration 6", "locus-calibration 5", "another version",
          "format line"},
         {"wake_seconds ", "wake_seconds 2\nx ", "wake-up out of range",
          "out of range"},
         {"wake_seconds ", "wake_seconds -1e-4\nx ", "negative wake-up",
          "out of range"},
+        {"conv_filter_bytes ", "conv_filter_bytes -2e9\nx ",
+         "negative filter packing rate", "out of range"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         char body[2048];
@@ -170,12 +173,12 @@ static void test_file_without_wake_is_refused(void)
         return;
     const char *next = strchr(line, '\n') + 1;
     snprintf(body, sizeof body, "%.*s%s", (int)(line - text), text, next);
-    char *version = strstr(body, "locus-calibration 5");
-    TEST_EXPECT(version != NULL, "no format 5 line written");
+    char *version = strstr(body, "locus-calibration 6");
+    TEST_EXPECT(version != NULL, "no format 6 line written");
     if (!version)
         return;
     expect_refused_because(text, signed_text(body, text, sizeof text),
-                           "format 5 without wake_seconds",
+                           "format 6 without wake_seconds",
                            "lacks a field: wake_seconds");
     version[strlen("locus-calibration ")] = '3';
     expect_refused_because(text, signed_text(body, text, sizeof text),

@@ -1,0 +1,296 @@
+/* The cost model's terms for a device that shares the host's cores with
+ * the CPU backend (an OpenCL CPU device: PoCL), on the 2-core machine's
+ * worst points (docs/SCHEDULER.md):
+ *
+ * - conv2d on the CPU pays for packing a filter its cache cannot hold (one
+ *   whose host copy is stale: written on another device), at the
+ *   calibrated conv_filter_bytes; a filter current on the host pays
+ *   nothing more, as before;
+ * - a copy to or from a device of kind CPU costs at least its launch; a
+ *   GPU's copies keep their calibrated latency.
+ *
+ * The figures are fake, planted as full calibrations of the CPU and the
+ * fake device module beside it, so that each decision is known. */
+#include <dirent.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calibration.h"
+#include "context_types.h"
+#include "ops.h"
+#include "scheduler.h"
+#include "test_util.h"
+
+static const char *module_dir;
+static char cache_root[] = "/tmp/locus-shared-cores-XXXXXX";
+static char cache_dir[300];
+
+/* The fake device: a slow launch, copies at 20 GB/s after 30 us. */
+#define FAKE_LAUNCH 50e-6
+#define FAKE_COPY_LATENCY 30e-6
+#define FAKE_COPY_BYTES 20e9
+/* The CPU packs a filter at 2 GB/s. */
+#define CPU_FILTER_BYTES 2e9
+
+typedef struct fixture {
+    locus_context *context;
+    locus_device *cpu, *fake;
+} fixture;
+
+static void plant(locus_context *context, locus_device *device,
+                  const locus__rates *rates)
+{
+    char key[LOCUS__CALIBRATION_KEY_MAX], text[8192], path[600];
+    TEST_EXPECT(locus__calibration_key(context, device, LOCUS__MEASURE_FULL,
+                                       key, sizeof key),
+                "no key for %s", device->info.selector);
+    size_t length = locus__calibration_format(rates, key, text, sizeof text);
+    mkdir(cache_dir, 0755);
+    snprintf(path, sizeof path, "%s/calibration-%016llx.txt", cache_dir,
+             (unsigned long long)locus__calibration_hash(key, strlen(key)));
+    FILE *file = fopen(path, "w");
+    if (!TEST_EXPECT(file != NULL && length < sizeof text, "cannot plant %s",
+                     path))
+        return;
+    fwrite(text, 1, length, file);
+    fclose(file);
+}
+
+static void plant_rates(fixture *f)
+{
+    locus__rates cpu;
+    locus__nominal_rates(f->cpu, &cpu);
+    cpu.launch_seconds = 1e-6;
+    cpu.gemm_fixed_seconds = 4e-6;
+    cpu.gemm_flops = 300e9;
+    cpu.conv_fixed_seconds = 10e-6;
+    cpu.conv_flops = 400e9;
+    cpu.reduce_bytes = 40e9;
+    cpu.wake_seconds = 0; /* the pool's state is not this test's */
+    cpu.conv_filter_bytes = CPU_FILTER_BYTES;
+    plant(f->context, f->cpu, &cpu);
+    locus__rates fake = {0};
+    fake.launch_seconds = FAKE_LAUNCH;
+    fake.gemm_fixed_seconds = 70e-6;
+    fake.gemm_flops = 100e9;
+    fake.conv_fixed_seconds = 100e-6;
+    fake.conv_flops = 200e9;
+    fake.reduce_bytes = 40e9;
+    fake.upload_pageable_bytes = fake.download_bytes = FAKE_COPY_BYTES;
+    fake.transfer_seconds = FAKE_COPY_LATENCY;
+    plant(f->context, f->fake, &fake);
+}
+
+static bool fixture_open(fixture *f, const char *fake_kind)
+{
+    memset(f, 0, sizeof *f);
+    setenv("LOCUS_TEST_FAKE_KIND", fake_kind, 1);
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.ignore_environment = 1;
+    options.backends = "cpu,cuda";
+    options.plugin_path = module_dir;
+    options.threads = "2";
+    options.device = "auto";
+    options.log = "error";
+    if (TEST_OK(locus_context_create(&options, &f->context)) != LOCUS_SUCCESS)
+        return false;
+    if (TEST_OK(locus_device_find(f->context, "cpu", &f->cpu)) !=
+            LOCUS_SUCCESS ||
+        TEST_OK(locus_device_find(f->context, "cuda:0", &f->fake)) !=
+            LOCUS_SUCCESS)
+        return false;
+    plant_rates(f);
+    return TEST_EXPECT(locus__device_rates_source(f->context, f->cpu) ==
+                               LOCUS__RATES_CACHED &&
+                           locus__device_rates_source(f->context, f->fake) ==
+                               LOCUS__RATES_CACHED,
+                       "the planted figures were not read");
+}
+
+static void fixture_close(fixture *f)
+{
+    locus_context_destroy(f->context);
+    f->context = NULL;
+}
+
+/* Marks the buffer current where `valid` says (as if an op there had
+ * written it); the copies are never used, as only the model is asked. */
+static void set_valid(locus_buffer *buffer, uint64_t valid)
+{
+    pthread_mutex_lock(&buffer->state_lock);
+    buffer->valid = valid;
+    pthread_mutex_unlock(&buffer->state_lock);
+}
+
+static uint64_t on_device(const locus_device *device)
+{
+    return UINT64_C(1) << (device->ordinal + 1);
+}
+
+static bool close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b) + 1e-12;
+}
+
+/* The 2-core machine's worst point: a 3x3 64->64 conv on 7x7 whose data
+ * lives on PoCL. The CPU would pay two copies down and packing the
+ * filter, which is more than the device's own conv; with the filter
+ * current on the host too, the CPU is cheaper. */
+static void test_fresh_filter_pays_its_packing(void)
+{
+    fixture f;
+    if (!fixture_open(&f, "gpu")) {
+        fixture_close(&f);
+        return;
+    }
+    size_t image = 64 * 7 * 7 * sizeof(float);
+    size_t filter_bytes = 64 * 64 * 9 * sizeof(float);
+    locus_buffer *input = NULL, *filter = NULL;
+    TEST_OK(locus_buffer_create(f.context, image, NULL, &input));
+    TEST_OK(locus_buffer_create(f.context, filter_bytes, NULL, &filter));
+    if (!input || !filter)
+        goto release;
+    locus_buffer *inputs[] = {input, filter};
+    locus__op_cost cost = {.op = &locus__conv2d_op.model,
+                           .flops = 2.0 * 64 * 64 * 9 * 7 * 7,
+                           .bytes = (double)(2 * image + filter_bytes),
+                           .inputs = inputs,
+                           .input_count = 2,
+                           .output_bytes = (double)image,
+                           .dtype = LOCUS_DTYPE_F32};
+    set_valid(input, on_device(f.fake));
+    set_valid(filter, on_device(f.fake));
+    locus__choice stale;
+    TEST_OK(locus__sched_choose(f.context, &cost, &stale));
+    double cpu_stale = locus__sched_estimate(f.context, f.cpu, &cost);
+    set_valid(filter, on_device(f.fake) | LOCUS__HOST_COPY);
+    locus__choice held;
+    TEST_OK(locus__sched_choose(f.context, &cost, &held));
+    double cpu_held = locus__sched_estimate(f.context, f.cpu, &cost);
+    TEST_EXPECT(stale.device == f.fake,
+                "conv 7x7 with its filter only on the device went to %s "
+                "(estimated %g s), want cuda:0",
+                stale.device ? stale.device->info.selector : "nothing",
+                stale.estimated_seconds);
+    TEST_EXPECT(held.device == f.cpu,
+                "conv 7x7 with its filter on the host went to %s, want cpu",
+                held.device ? held.device->info.selector : "nothing");
+    /* The filter's copy down, and its packing. */
+    double want = FAKE_COPY_LATENCY + (double)filter_bytes / FAKE_COPY_BYTES +
+                  (double)filter_bytes / CPU_FILTER_BYTES;
+    TEST_EXPECT(close_to(cpu_stale - cpu_held, want),
+                "the CPU's estimate grew by %g s with the filter stale on "
+                "the host, want %g s",
+                cpu_stale - cpu_held, want);
+release:
+    if (input)
+        set_valid(input, LOCUS__HOST_COPY);
+    if (filter)
+        set_valid(filter, LOCUS__HOST_COPY);
+    locus_buffer_destroy(input);
+    locus_buffer_destroy(filter);
+    fixture_close(&f);
+}
+
+/* Gemm 16^3 with A and B on the device: the CPU pays two copies down. By
+ * a GPU's copy latency (30 us) that is cheaper than the device's 70 us
+ * gemm; a device of kind CPU copies at its launch (50 us), and keeps the
+ * op. The GPU's estimate is what it was. */
+static void gemm_from_device(const char *kind, bool device_wins)
+{
+    fixture f;
+    if (!fixture_open(&f, kind)) {
+        fixture_close(&f);
+        return;
+    }
+    size_t bytes = 16 * 16 * sizeof(float);
+    locus_buffer *a = NULL, *b = NULL;
+    TEST_OK(locus_buffer_create(f.context, bytes, NULL, &a));
+    TEST_OK(locus_buffer_create(f.context, bytes, NULL, &b));
+    if (!a || !b)
+        goto release;
+    locus_buffer *inputs[] = {a, b};
+    locus__op_cost cost = {.op = &locus__gemm_op.model,
+                           .flops = 2.0 * 16 * 16 * 16,
+                           .bytes = 3.0 * (double)bytes,
+                           .inputs = inputs,
+                           .input_count = 2,
+                           .output_bytes = (double)bytes,
+                           .dtype = LOCUS_DTYPE_F32};
+    set_valid(a, on_device(f.fake));
+    set_valid(b, on_device(f.fake));
+    locus__choice choice;
+    TEST_OK(locus__sched_choose(f.context, &cost, &choice));
+    double latency = device_wins ? FAKE_LAUNCH : FAKE_COPY_LATENCY;
+    double want_cpu = 2 * (latency + (double)bytes / FAKE_COPY_BYTES) + 4e-6 +
+                      cost.flops / 300e9;
+    double cpu = locus__sched_estimate(f.context, f.cpu, &cost);
+    TEST_EXPECT(choice.device == (device_wins ? f.fake : f.cpu),
+                "gemm 16 from a device of kind %s went to %s, want %s", kind,
+                choice.device ? choice.device->info.selector : "nothing",
+                device_wins ? "cuda:0" : "cpu");
+    TEST_EXPECT(close_to(cpu, want_cpu),
+                "the CPU's estimate with A and B on a device of kind %s: "
+                "%g s, want %g s",
+                kind, cpu, want_cpu);
+release:
+    if (a)
+        set_valid(a, LOCUS__HOST_COPY);
+    if (b)
+        set_valid(b, LOCUS__HOST_COPY);
+    locus_buffer_destroy(a);
+    locus_buffer_destroy(b);
+    fixture_close(&f);
+}
+
+static void test_copies_of_a_gpu_keep_their_latency(void)
+{
+    gemm_from_device("gpu", false);
+}
+
+static void test_copies_on_shared_cores_cost_a_launch(void)
+{
+    gemm_from_device("cpu", true);
+}
+
+static void remove_cache(void)
+{
+    DIR *dir = opendir(cache_dir);
+    if (dir) {
+        for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+            if (e->d_name[0] != '.')
+                unlink(path);
+        }
+        closedir(dir);
+    }
+    rmdir(cache_dir);
+    rmdir(cache_root);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FAKE_MODULE_DIR\n", argv[0]);
+        return 2;
+    }
+    module_dir = argv[1];
+    if (!mkdtemp(cache_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(cache_dir, sizeof cache_dir, "%s/locus", cache_root);
+    setenv("XDG_CACHE_HOME", cache_root, 1);
+    test_fresh_filter_pays_its_packing();
+    test_copies_of_a_gpu_keep_their_latency();
+    test_copies_on_shared_cores_cost_a_launch();
+    remove_cache();
+    return test_exit_code();
+}
