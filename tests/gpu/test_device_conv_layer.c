@@ -380,7 +380,8 @@ static void test_device(locus_context *ctx, locus_device *dev, const char *name)
         }
     }
     /* NaN and infinities, a dense and a depthwise layer, relu on the
-     * second (NaN stays NaN through it). */
+     * second (NaN stays NaN through it), by auto and by im2col (the GEMM
+     * must not drop them). */
     layer_case dense = {.n = 1,
                         .c = 3,
                         .h = 7,
@@ -407,8 +408,12 @@ static void test_device(locus_context *ctx, locus_device *dev, const char *name)
     depthwise.act = LOCUS_ACTIVATION_RELU;
     for (int dt = 0; dt < 1 + f64; dt++) {
         locus_dtype dtype = dt ? LOCUS_DTYPE_F64 : LOCUS_DTYPE_F32;
-        run_case(ctx, dev, name, &dense, dtype, LOCUS_CONV_AUTO, 1);
-        run_case(ctx, dev, name, &depthwise, dtype, LOCUS_CONV_AUTO, 1);
+        for (int im2col = 0; im2col < 2; im2col++) {
+            locus_conv_algorithm algorithm =
+                im2col ? LOCUS_CONV_IM2COL : LOCUS_CONV_AUTO;
+            run_case(ctx, dev, name, &dense, dtype, algorithm, 1);
+            run_case(ctx, dev, name, &depthwise, dtype, algorithm, 1);
+        }
     }
     check_refusals(ctx, dev, name);
 }
