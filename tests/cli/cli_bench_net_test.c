@@ -280,6 +280,8 @@ static void case_usage(void)
     expect_usage("bf16", "conv", "--net", "resnet50", "--dtype=bf16");
     expect_usage("with --size", "conv", "--net", "resnet50", "--size=1");
     expect_usage("no value", "conv", "--batch", "2", "--net");
+    expect_usage("no selector", "conv", "--net=resnet50", "--device",
+                 "cpu:bogus");
     int before = failures;
     command_result result =
         run_locus(NULL, "bench", "conv", "--net", "x", "--help", NULL);

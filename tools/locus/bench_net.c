@@ -34,15 +34,17 @@ void bench_net_usage(FILE *out)
             "224x224 input (NAME: %s), with its\n"
             "groups, strides, paddings, and the folded batch norm's bias and\n"
             "the activation after it fused; each layer beside the device's\n"
-            "vendor library (oneDNN on cpu, cuDNN with cudnnFind's fastest\n"
-            "algorithm on cuda), and the whole network's conv time (the sum\n"
-            "of count x time) of both. Outputs are checked on %d sampled\n"
+            "vendor library (oneDNN on cpu devices, cuDNN with cudnnFind's\n"
+            "fastest algorithm on cuda and NVIDIA's OpenCL GPU), and the\n"
+            "whole network's conv time (the sum of count x time) of both. "
+            "Outputs are checked on %d sampled\n"
             "entries against a long double loop.\n"
             "\n"
             "options:\n"
             "  --net NAME     resnet50 (53 convs) or mobilenetv2 (52)\n"
             "  --batch N      images per layer (default 1)\n"
-            "  --device SEL   as for locus bench; repeat for several\n"
+            "  --device SEL   as for locus bench (a selector, auto or all);\n"
+            "                 repeat for several\n"
             "  --dtype TYPE   f32 (default) or f64\n"
             "  --math MODE    fp32 (default), tf32 or 3xtf32\n"
             "  --repeat N     timed runs after one warm-up (default 5)\n"
@@ -520,29 +522,54 @@ static bool run_device(locus_context *context, locus_device *device,
     return true;
 }
 
-static bool resolve(locus_context *context, const bench_net_request *request,
-                    locus_device **devices, size_t *count)
+/* Adds a device once ("all" plus "cpu" names the cpu twice). */
+static void add_device(locus_device **devices, size_t *count,
+                       locus_device *device)
+{
+    for (size_t i = 0; i < *count; ++i)
+        if (devices[i] == device)
+            return;
+    if (*count < NET_MAX_DEVICES)
+        devices[(*count)++] = device;
+}
+
+/* The devices the selectors name ("all": every one), or the default
+ * device. -1 when fine, else the exit status. */
+static int resolve(locus_context *context, const bench_net_request *request,
+                   locus_device **devices, size_t *count)
 {
     *count = 0;
+    locus_device *device = NULL;
     if (request->selector_count == 0) {
-        if (locus_default_device(context, &devices[0], NULL) != LOCUS_SUCCESS) {
+        if (locus_default_device(context, &device, NULL) != LOCUS_SUCCESS) {
             report_locus_failure("finding the default device");
-            return false;
+            return EXIT_FAILURE;
         }
-        *count = 1;
-        return true;
+        add_device(devices, count, device);
+        return -1;
     }
     for (size_t s = 0; s < request->selector_count; ++s) {
-        if (locus_device_find(context, request->selectors[s], &devices[s]) !=
-            LOCUS_SUCCESS) {
-            report_locus_failure("finding device \"%s\"",
-                                 request->selectors[s]);
-            report_absent_backends(context, request->selectors[s]);
-            return false;
+        const char *selector = request->selectors[s];
+        if (strcmp(selector, "all") == 0) {
+            size_t total = 0;
+            locus_device_count(context, &total);
+            for (size_t i = 0; i < total; ++i)
+                if (locus_device_get(context, i, &device) == LOCUS_SUCCESS)
+                    add_device(devices, count, device);
+            continue;
         }
+        locus_status status = locus_device_find(context, selector, &device);
+        if (status == LOCUS_ERROR_INVALID_ARGUMENT)
+            return NET_USAGE_ERROR("bad --device value: %s",
+                                   locus_last_error());
+        if (status != LOCUS_SUCCESS) {
+            report_locus_failure("finding device \"%s\"", selector);
+            report_absent_backends(context, selector);
+            return EXIT_FAILURE;
+        }
+        add_device(devices, count, device);
     }
-    *count = request->selector_count;
-    return true;
+    return -1;
 }
 
 int bench_net_command(int argc, char **argv)
@@ -565,9 +592,10 @@ int bench_net_command(int argc, char **argv)
     }
     locus_device *devices[NET_MAX_DEVICES];
     size_t device_count = 0;
-    exit_status = EXIT_FAILURE;
-    if (!resolve(context, &request, devices, &device_count))
+    exit_status = resolve(context, &request, devices, &device_count);
+    if (exit_status >= 0)
         goto destroy;
+    exit_status = EXIT_FAILURE;
     size_t layers = request.net->layer_count;
     bench_net_row *rows = xmalloc(device_count * layers * sizeof(*rows));
     random_state random;
