@@ -111,21 +111,6 @@ static double download_rate(const locus__rates *rates, double bytes)
                : rates->download_bytes;
 }
 
-/* The latency of one copy to or from the device. A device on the host's
- * own cores (an OpenCL CPU device: PoCL) copies with its own threads, a
- * command scheduled as a kernel launch is; among its ops a copy costs what
- * a launch does, more than the calibrated latency of copies back to back
- * (docs/SCHEDULER.md), so it is charged at least the launch. A GPU copies
- * through its copy engines, at the latency measured. */
-static double copy_latency(const locus_device *device,
-                           const locus__rates *rates)
-{
-    if (device->info.kind == LOCUS_DEVICE_CPU &&
-        rates->launch_seconds > rates->transfer_seconds)
-        return rates->launch_seconds;
-    return rates->transfer_seconds;
-}
-
 static double transfer_seconds(locus_context *context, locus_device *device,
                                const locus__op_cost *cost,
                                const locus__rates *rates, bool *any_current,
@@ -154,13 +139,13 @@ static double transfer_seconds(locus_context *context, locus_device *device,
                 const locus__rates *from =
                     locus__device_rates(context, holder, &holder_rates);
                 if (from->download_bytes > 0)
-                    seconds += copy_latency(holder, from) +
+                    seconds += from->transfer_seconds +
                                bytes / download_rate(from, bytes);
             }
         }
         if (to_device && rates->upload_pageable_bytes > 0)
             seconds +=
-                copy_latency(device, rates) + bytes / upload_rate(rates, bytes);
+                rates->transfer_seconds + bytes / upload_rate(rates, bytes);
     }
     return seconds;
 }
@@ -235,7 +220,7 @@ static double estimate(locus_context *context, locus_device *device,
     if (!device->backend->table->host_memory && !any_current &&
         rates->download_bytes > 0 && cost->output_bytes > 0)
         seconds +=
-            copy_latency(device, rates) +
+            rates->transfer_seconds +
             cost->output_bytes / download_rate(rates, cost->output_bytes);
     return seconds + wake_term(rates, device, asleep);
 }
@@ -279,11 +264,11 @@ void locus__sched_gemm_rows(locus_context *context, locus_device *device,
     /* The host buffers are pinned before the blocks start (gemm_split.c),
      * so the rates are those of their size. */
     if (!b_there)
-        *fixed += copy_latency(device, rates) +
+        *fixed += rates->transfer_seconds +
                   (double)b->bytes / upload_rate(rates, (double)b->bytes);
     double row_in = 4.0 * (k + (c_read ? n : 0));
     double row_out = 4.0 * n;
-    *fixed += 2 * copy_latency(device, rates);
+    *fixed += 2 * rates->transfer_seconds;
     *per_row += row_in / upload_rate(rates, row_in * (double)desc->m) +
                 row_out / download_rate(rates, row_out * (double)desc->m);
 }

@@ -72,11 +72,7 @@ static locus_status describe(void *state, size_t device,
     describe_pci(device, info);
     snprintf(info->name, sizeof info->name, "fake device");
     snprintf(info->vendor, sizeof info->vendor, "locus tests");
-    /* "cpu": an OpenCL CPU device's kind (PoCL), whose copies the cost
-     * model charges at least a launch (test_sched_shared_cores.c). */
-    const char *kind = getenv("LOCUS_TEST_FAKE_KIND");
-    info->kind =
-        kind && strcmp(kind, "cpu") == 0 ? LOCUS_DEVICE_CPU : LOCUS_DEVICE_GPU;
+    info->kind = LOCUS_DEVICE_GPU;
     info->memory_bytes = 1u << 30;
     info->compute_units = 1;
     const char *mask = getenv("LOCUS_TEST_FAKE_NUMA_MASK");
