@@ -19,6 +19,7 @@
 
 #include <locus/backend.h>
 
+#include "cuda_conv_layer.h"
 #include "cuda_f64.h"
 #include "cuda_half_ops.h"
 #include "cuda_internal.h"
@@ -486,6 +487,8 @@ static const locus_backend cuda_backend = {
     .selector_parts = LOCUS_SELECTOR_INDEX, /* cuda:N */
     .nominal_rates = cuda_nominal_rates,
     .offers = cuda_offers,
+    .conv2d_features = LOCUS_CONV_FEATURES_ALL,
+    .conv2d_layer = locus__cuda_conv2d_layer_op,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);
