@@ -8,6 +8,10 @@
  * packing: it runs on the calling thread), im2col with one GEMM per group
  * otherwise. LOCUS_CONV_IM2COL: im2col always. MEC, the implicit GEMM and
  * Winograd have none of the features: LOCUS_ERROR_NOT_SUPPORTED.
+ * A layer whose only features are the bias and the activation (a dense
+ * NCHW layer with BN folded, as in ResNet-50) is 0.2's convolution plus
+ * an epilogue: auto runs 0.2's conv2d, whose algorithms and filter cache
+ * are tuned for it, then the bias and activation in one pass.
  *
  * NHWC. The depthwise and im2col kernels are NCHW's: an NHWC input (and
  * its KRSC filter) is transposed into a workspace first, an NHWC output
@@ -16,6 +20,7 @@
  * save the input's transposition; docs/CONV.md.)
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "conv2d.h"
@@ -62,6 +67,50 @@ static locus_status refuse_algorithm(const locus_services *services,
                           "conv2d algorithm %s does not take %s on the cpu "
                           "(im2col and auto do)",
                           locus_conv_algorithm_ran(algorithm), names);
+}
+
+#define EPILOGUE_ONLY_FEATURES                                                 \
+    (LOCUS_CONV_FEATURE_BIAS | LOCUS_CONV_FEATURE_ACTIVATION)
+
+/* The bias and activation over an NCHW output of one group: a contiguous
+ * share of the N P Q columns per worker, image by image. */
+static void epilogue_worker(void *arg, int rank, int ranks)
+{
+    const locus__conv_layer *l = arg;
+    size_t columns = l->out_h * l->out_w, c0, c1;
+    l->state->services->split(l->batch * columns, 1, rank, ranks, &c0, &c1);
+    const locus__conv_layer_kernels *kernels = locus__conv_layer_kernels_of(l);
+    while (c0 < c1) {
+        size_t n = c0 / columns, j0 = c0 % columns;
+        size_t j1 = c1 - n * columns < columns ? c1 - n * columns : columns;
+        kernels->finish(l, n, 0, j0, j1);
+        c0 = n * columns + j1;
+    }
+}
+
+/* 0.2's conv2d on the same buffers, then the epilogue. */
+static locus_status run_dense_then_epilogue(const locus__conv_layer *l,
+                                            size_t device,
+                                            const locus_conv2d_desc *desc)
+{
+    locus_conv2d_desc plain = *desc;
+    plain.activation = LOCUS_ACTIVATION_NONE;
+    locus_status status =
+        locus__cpu_conv2d((void *)l->state, device, &plain, l->input, l->filter,
+                          l->output, l->op);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    if (l->op && l->op->record) {
+        /* "implicit+epilogue": which of 0.2's algorithms ran, and that the
+         * epilogue followed it. */
+        char name[sizeof l->op->record->algorithm + sizeof "+epilogue"];
+        int n = snprintf(name, sizeof name, "%s+epilogue",
+                         l->op->record->algorithm);
+        if (n > 0 && (size_t)n < sizeof l->op->record->algorithm)
+            locus__cpu_set_algorithm(l->op, name);
+    }
+    return locus__cpu_run(l->state, l->node, locus__conv_layer_is_tiny(l),
+                          epilogue_worker, (void *)l);
 }
 
 /* The transpositions around the NCHW kernels, over the device's workers,
@@ -255,6 +304,9 @@ locus_status locus__cpu_conv2d_layer(void *state, size_t device,
         locus__cpu_set_algorithm(op, "direct");
         return locus__cpu_layer_direct(&l);
     }
+    if (desc->algorithm == LOCUS_CONV_AUTO &&
+        (features & ~EPILOGUE_ONLY_FEATURES) == 0)
+        return run_dense_then_epilogue(&l, device, desc);
     locus__cpu_set_algorithm(op, "im2col");
     return run_nchw(&l, locus__cpu_layer_im2col);
 }

@@ -64,6 +64,29 @@ static layer_case random_case(int big)
     }
 }
 
+/* A dense NCHW layer whose only features are a bias and an activation
+ * (BN folded), above the inline size: auto runs 0.2's conv2d and then
+ * the epilogue. */
+static layer_case dense_epilogue_case(void)
+{
+    layer_case lc = {0};
+    lc.g = 1;
+    lc.c = test_rng_range(3, 9);
+    lc.k = test_rng_range(5, 17);
+    lc.n = test_rng_range(1, 2);
+    lc.h = test_rng_range(20, 40);
+    lc.w = test_rng_range(20, 40);
+    lc.r = lc.s = test_rng_range(1, 3);
+    lc.sh = lc.sw = test_rng_range(1, 2);
+    lc.dh = lc.dw = 1;
+    lc.pt = lc.pb = lc.pl = lc.pr = lc.r / 2;
+    lc.bias = (int)test_rng_range(0, 1);
+    lc.act = (locus_activation)test_rng_range(lc.bias ? 0 : 1, 2);
+    lc.p = (lc.h + 2 * lc.pt - lc.r) / lc.sh + 1;
+    lc.q = (lc.w + 2 * lc.pl - lc.s) / lc.sw + 1;
+    return lc;
+}
+
 static void describe(const layer_case *lc, locus_dtype dtype,
                      locus_conv_algorithm algorithm, locus_conv2d_desc *d)
 {
@@ -170,7 +193,7 @@ static double *random_values(size_t count, locus_dtype dtype)
 }
 
 /* Which kernels ran, by the record's algorithm. */
-static int saw_direct, saw_depthwise, saw_im2col;
+static int saw_direct, saw_depthwise, saw_im2col, saw_epilogue;
 
 static void run_case(locus_context *ctx, locus_device *dev,
                      const layer_case *lc, locus_dtype dtype,
@@ -210,6 +233,7 @@ static void run_case(locus_context *ctx, locus_device *dev,
     saw_direct |= strcmp(record.algorithm, "direct") == 0;
     saw_depthwise |= strcmp(record.algorithm, "depthwise") == 0;
     saw_im2col |= strcmp(record.algorithm, "im2col") == 0;
+    saw_epilogue |= strstr(record.algorithm, "+epilogue") != NULL;
     TEST_OK(locus_buffer_read(bout, 0, out, out_count * elem));
     double u = dtype == LOCUS_DTYPE_F64 ? 0x1p-53 : 0x1p-24;
     double terms = (double)((lc->c / lc->g) * lc->r * lc->s + 2);
@@ -269,6 +293,11 @@ static void test_isa(const char *isa, int cases)
                 run_case(ctx, dev, &lc, dtype, LOCUS_CONV_AUTO);
                 run_case(ctx, dev, &lc, dtype, LOCUS_CONV_IM2COL);
             }
+            if (i % 4 == 3) {
+                layer_case dense = dense_epilogue_case();
+                run_case(ctx, dev, &dense, LOCUS_DTYPE_F32, LOCUS_CONV_AUTO);
+                run_case(ctx, dev, &dense, LOCUS_DTYPE_F64, LOCUS_CONV_AUTO);
+            }
         }
     locus_context_destroy(ctx);
 }
@@ -278,8 +307,9 @@ int main(int argc, char **argv)
     test_seed(argc, argv);
     for (size_t i = 0; i < TEST_CPU_ISA_COUNT; i++)
         test_isa(test_cpu_isas[i], 40);
-    TEST_EXPECT(saw_direct && saw_depthwise && saw_im2col,
-                "kernels that ran: direct %d, depthwise %d, im2col %d",
-                saw_direct, saw_depthwise, saw_im2col);
+    TEST_EXPECT(saw_direct && saw_depthwise && saw_im2col && saw_epilogue,
+                "kernels that ran: direct %d, depthwise %d, im2col %d, "
+                "0.2's conv2d + epilogue %d",
+                saw_direct, saw_depthwise, saw_im2col, saw_epilogue);
     return test_exit_code();
 }
