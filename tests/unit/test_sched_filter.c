@@ -2,7 +2,8 @@
  * on the 2-core machine's worst point: conv2d on the CPU pays for packing
  * a filter its cache cannot hold (one whose host copy is stale: written on
  * another device since), at the calibrated conv_filter_bytes; a filter
- * current on the host pays nothing more, as before.
+ * current on the host pays nothing more, as before. And the floor of a
+ * gemm starts at its fitted fixed part where that is below the launch.
  *
  * The figures are fake, planted as full calibrations of the CPU and the
  * fake device module beside it, so that each decision is known. */
@@ -56,7 +57,7 @@ static void plant(locus_context *context, locus_device *device,
     fclose(file);
 }
 
-static void plant_rates(fixture *f)
+static void plant_rates(fixture *f, double fake_launch, double fake_gemm_fixed)
 {
     locus__rates cpu;
     locus__nominal_rates(f->cpu, &cpu);
@@ -70,8 +71,8 @@ static void plant_rates(fixture *f)
     cpu.conv_filter_bytes = CPU_FILTER_BYTES;
     plant(f->context, f->cpu, &cpu);
     locus__rates fake = {0};
-    fake.launch_seconds = FAKE_LAUNCH;
-    fake.gemm_fixed_seconds = 70e-6;
+    fake.launch_seconds = fake_launch;
+    fake.gemm_fixed_seconds = fake_gemm_fixed;
     fake.gemm_flops = 100e9;
     fake.conv_fixed_seconds = 100e-6;
     fake.conv_flops = 200e9;
@@ -81,7 +82,7 @@ static void plant_rates(fixture *f)
     plant(f->context, f->fake, &fake);
 }
 
-static bool fixture_open(fixture *f)
+static bool fixture_open(fixture *f, double fake_launch, double fake_gemm_fixed)
 {
     memset(f, 0, sizeof *f);
     locus_context_options options;
@@ -99,7 +100,7 @@ static bool fixture_open(fixture *f)
         TEST_OK(locus_device_find(f->context, "cuda:0", &f->fake)) !=
             LOCUS_SUCCESS)
         return false;
-    plant_rates(f);
+    plant_rates(f, fake_launch, fake_gemm_fixed);
     return TEST_EXPECT(locus__device_rates_source(f->context, f->cpu) ==
                                LOCUS__RATES_CACHED &&
                            locus__device_rates_source(f->context, f->fake) ==
@@ -139,7 +140,7 @@ static bool close_to(double a, double b)
 static void test_fresh_filter_pays_its_packing(void)
 {
     fixture f;
-    if (!fixture_open(&f)) {
+    if (!fixture_open(&f, FAKE_LAUNCH, 70e-6)) {
         fixture_close(&f);
         return;
     }
@@ -192,6 +193,73 @@ release:
     fixture_close(&f);
 }
 
+/* Gemm 16^3 with A and B on the device: the CPU would pay two copies
+ * down (64 us). A device whose launch (a reduce end to end, its result
+ * read back) is above its gemm's fitted fixed part starts a gemm at that
+ * fixed part: PoCL on the 2-core machine, launch 84 us and gemm fixed
+ * 19 us, keeps the op. Where the launch is below the fixed part (every
+ * device on the H200 host) the estimate is what it was: fixed + flops /
+ * rate. */
+static void gemm_from_device(double launch, double fixed, bool device_wins)
+{
+    fixture f;
+    if (!fixture_open(&f, launch, fixed)) {
+        fixture_close(&f);
+        return;
+    }
+    size_t bytes = 16 * 16 * sizeof(float);
+    locus_buffer *a = NULL, *b = NULL;
+    TEST_OK(locus_buffer_create(f.context, bytes, NULL, &a));
+    TEST_OK(locus_buffer_create(f.context, bytes, NULL, &b));
+    if (!a || !b)
+        goto release;
+    locus_buffer *inputs[] = {a, b};
+    locus__op_cost cost = {.op = &locus__gemm_op.model,
+                           .flops = 2.0 * 16 * 16 * 16,
+                           .bytes = 3.0 * (double)bytes,
+                           .inputs = inputs,
+                           .input_count = 2,
+                           .output_bytes = (double)bytes,
+                           .dtype = LOCUS_DTYPE_F32};
+    set_valid(a, on_device(f.fake));
+    set_valid(b, on_device(f.fake));
+    locus__choice choice;
+    TEST_OK(locus__sched_choose(f.context, &cost, &choice));
+    double start = fixed < launch ? fixed : launch;
+    double compute = fixed + cost.flops / 100e9;
+    double floor = start + cost.bytes / 40e9;
+    double want = compute > floor ? compute : floor;
+    double got = locus__sched_estimate(f.context, f.fake, &cost);
+    TEST_EXPECT(choice.device == (device_wins ? f.fake : f.cpu),
+                "gemm 16 from the device (launch %g s, gemm fixed %g s) "
+                "went to %s, want %s",
+                launch, fixed,
+                choice.device ? choice.device->info.selector : "nothing",
+                device_wins ? "cuda:0" : "cpu");
+    TEST_EXPECT(close_to(got, want),
+                "the device's gemm 16 estimate (launch %g s, gemm fixed %g "
+                "s): %g s, want %g s",
+                launch, fixed, got, want);
+release:
+    if (a)
+        set_valid(a, LOCUS__HOST_COPY);
+    if (b)
+        set_valid(b, LOCUS__HOST_COPY);
+    locus_buffer_destroy(a);
+    locus_buffer_destroy(b);
+    fixture_close(&f);
+}
+
+static void test_gemm_starts_at_its_fixed_part(void)
+{
+    gemm_from_device(84e-6, 19e-6, true);
+}
+
+static void test_launch_below_fixed_part_unchanged(void)
+{
+    gemm_from_device(50e-6, 70e-6, false);
+}
+
 static void remove_cache(void)
 {
     DIR *dir = opendir(cache_dir);
@@ -222,6 +290,8 @@ int main(int argc, char **argv)
     snprintf(cache_dir, sizeof cache_dir, "%s/locus", cache_root);
     setenv("XDG_CACHE_HOME", cache_root, 1);
     test_fresh_filter_pays_its_packing();
+    test_gemm_starts_at_its_fixed_part();
+    test_launch_below_fixed_part_unchanged();
     remove_cache();
     return test_exit_code();
 }
