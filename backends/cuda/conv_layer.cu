@@ -147,7 +147,7 @@ __global__ void depthwise_nchw_kernel(const T *__restrict__ input,
                                       size_t planes, int tiles_w, int patch_h,
                                       int patch_w, T *__restrict__ output)
 {
-    extern __shared__ unsigned char shared_raw[];
+    extern __shared__ __align__(16) unsigned char shared_raw[];
     T *patch = reinterpret_cast<T *>(shared_raw);
     T *taps = patch + patch_h * patch_w;
     const int m = d.Kg, rs = d.R * d.S;
@@ -371,7 +371,9 @@ cudaError_t direct(const locus__cuda_layer *l, const T *input, const T *filter,
 
 extern "C" int locus__cuda_layer_fits(const locus__cuda_layer *l)
 {
-    const size_t limit = 0x7fffffff;
+    /* Under 2^31 less a grid's threads, so that no grid-stride index
+     * passes INT_MAX on its last step. */
+    const size_t limit = 0x7fffffff - ((size_t)kMaxBlocksX * kThreads);
     if (l == nullptr || l->groups == 0 || l->channels % l->groups != 0 ||
         l->filters % l->groups != 0)
         return 0;

@@ -395,7 +395,7 @@ static locus_status layer_of(const cuda_state *state, size_t index,
             LOCUS_ERROR_NOT_SUPPORTED,
             "cuda:%zu conv2d layer: shape too large for the kernels' "
             "indexing (an image, an output image, the filter and one "
-            "group's columns C/G*R*S*P*Q must each stay under 2^31 "
+            "group's columns C/G*R*S*P*Q must each stay under 2^31 - 2^28 "
             "elements)",
             index);
     return LOCUS_SUCCESS;

@@ -31,7 +31,8 @@ typedef struct locus__cuda_layer {
 } locus__cuda_layer;
 
 /* Nonzero when an image, an output image, the filter and one group's
- * column matrix (C/G R S by P Q) each stay under 2^31 elements. */
+ * column matrix (C/G R S by P Q) each stay under 2^31 - 2^28 elements
+ * (the kernels' 32-bit grid-stride indices). */
 int locus__cuda_layer_fits(const locus__cuda_layer *l);
 
 /* The group's column matrix of images [first, first + images), each
