@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda_conv_layer.h"
 #include "cuda_f64.h"
 #include "cuda_half_ops.h"
 #include "cuda_internal.h"
@@ -407,6 +408,85 @@ static locus_status shape_of(const cuda_state *state,
     return LOCUS_SUCCESS;
 }
 
+/* The algorithm that runs for `requested` (auto chosen), checked. */
+static locus_status resolve(const cuda_state *state, size_t index,
+                            const locus__cuda_conv *cv,
+                            locus_conv_algorithm requested,
+                            locus_conv_algorithm *algorithm)
+{
+    *algorithm = requested == LOCUS_CONV_AUTO ? choose(cv) : requested;
+    if (*algorithm != LOCUS_CONV_IM2COL && *algorithm != LOCUS_CONV_MEC &&
+        *algorithm != LOCUS_CONV_IMPLICIT_GEMM &&
+        *algorithm != LOCUS_CONV_WINOGRAD)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "conv2d algorithm %d is unknown",
+                                     (int)requested);
+    if (*algorithm == LOCUS_CONV_WINOGRAD)
+        return check_winograd(state, index, cv);
+    return LOCUS_SUCCESS;
+}
+
+/* With the device begun: the kernels of *algorithm, not waited for;
+ * *algorithm becomes the one that ran. */
+static locus_status dispatch(conv_run *run, locus_conv_algorithm requested,
+                             locus_conv_algorithm *algorithm)
+{
+    locus_status status = LOCUS_SUCCESS;
+    switch (*algorithm) {
+    case LOCUS_CONV_MEC:
+        status = run_mec(run);
+        break;
+    case LOCUS_CONV_IMPLICIT_GEMM:
+        status = run_implicit(run);
+        break;
+    case LOCUS_CONV_WINOGRAD:
+        status = run_winograd(run);
+        /* auto's choice needs workspace the implicit GEMM does not: when
+         * the device has none to give, that one runs (it writes every
+         * output, whatever the transforms already wrote). */
+        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY &&
+            requested == LOCUS_CONV_AUTO) {
+            *algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+            status = run_implicit(run);
+        }
+        break;
+    case LOCUS_CONV_AUTO:
+    case LOCUS_CONV_IM2COL:
+        status = run_im2col(run);
+        break;
+    }
+    return status;
+}
+
+/* For cuda_conv_layer.c: a dense NCHW f32 layer whose only features are
+ * the bias and activation runs 0.2's kernels (its bias and activation
+ * pass follows). The device is begun; nothing is waited for. */
+locus_status locus__cuda_conv2d_f32_begun(cuda_state *state, size_t index,
+                                          cuda_device *device,
+                                          const locus_conv2d_desc *desc,
+                                          const void *input, const void *filter,
+                                          void *output, locus_op_context *op,
+                                          const char **ran)
+{
+    conv_run run = {
+        .state = state,
+        .index = index,
+        .device = device,
+        .input = input,
+        .filter = filter,
+        .output = output,
+        .op = op,
+    };
+    locus_status status = shape_of(state, desc, &run.cv);
+    locus_conv_algorithm algorithm = desc->algorithm;
+    if (status == LOCUS_SUCCESS)
+        status = resolve(state, index, &run.cv, desc->algorithm, &algorithm);
+    if (status == LOCUS_SUCCESS)
+        status = dispatch(&run, desc->algorithm, &algorithm);
+    *ran = locus_conv_algorithm_ran(algorithm);
+    return status;
+}
+
 locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
                                    const locus_conv2d_desc *desc,
                                    const void *input, const void *filter,
@@ -435,45 +515,13 @@ locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
         return locus__cuda_conv2d_f64(state, index, &run.cv, desc->algorithm,
                                       input, filter, output, op);
     locus_conv_algorithm algorithm = desc->algorithm;
-    if (algorithm == LOCUS_CONV_AUTO)
-        algorithm = choose(&run.cv);
-    if (algorithm != LOCUS_CONV_IM2COL && algorithm != LOCUS_CONV_MEC &&
-        algorithm != LOCUS_CONV_IMPLICIT_GEMM &&
-        algorithm != LOCUS_CONV_WINOGRAD)
-        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                     "conv2d algorithm %d is unknown",
-                                     (int)desc->algorithm);
-    if (algorithm == LOCUS_CONV_WINOGRAD) {
-        status = check_winograd(state, index, &run.cv);
-        if (status != LOCUS_SUCCESS)
-            return status;
-    }
+    status = resolve(state, index, &run.cv, desc->algorithm, &algorithm);
+    if (status != LOCUS_SUCCESS)
+        return status;
     status = locus__cuda_begin(state, index, &run.device);
     if (status != LOCUS_SUCCESS)
         return status;
-    switch (algorithm) {
-    case LOCUS_CONV_MEC:
-        status = run_mec(&run);
-        break;
-    case LOCUS_CONV_IMPLICIT_GEMM:
-        status = run_implicit(&run);
-        break;
-    case LOCUS_CONV_WINOGRAD:
-        status = run_winograd(&run);
-        /* auto's choice needs workspace the implicit GEMM does not: when
-         * the device has none to give, that one runs (it writes every
-         * output, whatever the transforms already wrote). */
-        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY &&
-            desc->algorithm == LOCUS_CONV_AUTO) {
-            algorithm = LOCUS_CONV_IMPLICIT_GEMM;
-            status = run_implicit(&run);
-        }
-        break;
-    case LOCUS_CONV_AUTO:
-    case LOCUS_CONV_IM2COL:
-        status = run_im2col(&run);
-        break;
-    }
+    status = dispatch(&run, desc->algorithm, &algorithm);
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "conv2d");
     if (status == LOCUS_SUCCESS)

@@ -6,9 +6,12 @@
  * and gemm_f64.cu. A request with no feature never comes here: it runs
  * cuda_conv.c's 0.2 path.
  *
- * Which path. auto: the depthwise kernel when groups = C (too little
- * arithmetic per byte for a GEMM: it is bandwidth-bound, so it reads each
- * input tile once through shared memory); a plain GEMM for a 1x1 stride-1
+ * Which path. A dense NCHW f32 layer whose only new features are the
+ * bias and activation runs 0.2's kernels (cuda_conv.c: Winograd, the
+ * implicit GEMM or im2col, as its auto picks), then the bias and
+ * activation pass. Otherwise, auto: the depthwise kernel when groups = C (too
+ * little arithmetic per byte for a GEMM: it is bandwidth-bound, so it reads
+ * each input tile once through shared memory); a plain GEMM for a 1x1 stride-1
  * unpadded filter (the image is its own column matrix, NCHW or NHWC, read
  * in place); the direct kernel for grouped layers of fewer than
  * DIRECT_MAX_GROUP_FILTERS filters a group (a GEMM tile of 64 or more
@@ -38,13 +41,14 @@
 #define DIRECT_MAX_GROUP_FILTERS 8
 
 typedef enum layer_path {
+    PATH_DENSE_02,
     PATH_DEPTHWISE,
     PATH_POINTWISE,
     PATH_IM2COL,
     PATH_DIRECT,
 } layer_path;
 
-static const char *const path_names[] = {"depthwise", "im2col", "im2col",
+static const char *const path_names[] = {"", "depthwise", "im2col", "im2col",
                                          "direct"};
 
 typedef struct layer_run {
@@ -328,10 +332,24 @@ static int is_pointwise(const locus__cuda_layer *l,
            desc->pad_bottom == 0 && desc->pad_right == 0;
 }
 
+/* A layer 0.2's kernels compute (f32, one group, no dilation, symmetric
+ * padding, NCHW): only its bias or activation is new, so it runs them
+ * (Winograd, the implicit GEMM or im2col, as 0.2's auto picks), then the
+ * bias and activation pass. */
+static int dense_02(const locus__cuda_layer *l, const locus_conv2d_desc *desc)
+{
+    return desc->dtype == LOCUS_DTYPE_F32 && l->groups == 1 &&
+           l->dilation_h == 1 && l->dilation_w == 1 &&
+           desc->pad_bottom == desc->pad_h && desc->pad_right == desc->pad_w &&
+           !l->input_nhwc && !l->output_nhwc;
+}
+
 static layer_path choose(const locus__cuda_layer *l,
                          const locus_conv2d_desc *desc)
 {
     const int gemm_only = desc->algorithm == LOCUS_CONV_IM2COL;
+    if (dense_02(l, desc))
+        return PATH_DENSE_02;
     if (!gemm_only && l->groups == l->channels)
         return PATH_DEPTHWISE;
     if (is_pointwise(l, desc))
@@ -465,7 +483,12 @@ locus_status locus__cuda_conv2d_layer_op(void *opaque, size_t index,
     status = locus__cuda_begin(state, index, &run.device);
     if (status != LOCUS_SUCCESS)
         return status;
+    const char *ran = NULL;
     switch (path) {
+    case PATH_DENSE_02:
+        status = locus__cuda_conv2d_f32_begun(state, index, run.device, desc,
+                                              input, filter, output, op, &ran);
+        break;
     case PATH_DEPTHWISE:
         status = run_depthwise(&run, &path);
         break;
@@ -486,7 +509,8 @@ locus_status locus__cuda_conv2d_layer_op(void *opaque, size_t index,
         break;
     }
     if (status == LOCUS_SUCCESS &&
-        (path == PATH_POINTWISE || path == PATH_IM2COL)) {
+        (path == PATH_POINTWISE || path == PATH_IM2COL ||
+         path == PATH_DENSE_02)) {
         cudaError_t err = run_epilogue(&run);
         if (err != cudaSuccess)
             status = failed(&run, err, "bias and activation");
@@ -494,7 +518,7 @@ locus_status locus__cuda_conv2d_layer_op(void *opaque, size_t index,
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "conv2d layer");
     if (status == LOCUS_SUCCESS)
-        locus__cuda_set_algorithm(op, path_names[path]);
+        locus__cuda_set_algorithm(op, ran != NULL ? ran : path_names[path]);
     locus__cuda_end(run.device);
     return status;
 }

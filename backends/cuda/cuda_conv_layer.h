@@ -103,6 +103,17 @@ locus_status locus__cuda_conv2d_layer_op(void *state, size_t device,
                                          const void *input, const void *filter,
                                          const void *bias, void *output,
                                          locus_op_context *op);
+
+/* cuda_conv.c: 0.2's f32 kernels for desc (groups 1, dilation 1,
+ * symmetric padding, NCHW), its algorithm chosen as 0.2 chooses it, with
+ * the device begun and nothing waited for; *ran: the record's name of the
+ * algorithm that ran. */
+locus_status locus__cuda_conv2d_f32_begun(cuda_state *state, size_t index,
+                                          cuda_device *device,
+                                          const locus_conv2d_desc *desc,
+                                          const void *input, const void *filter,
+                                          void *output, locus_op_context *op,
+                                          const char **ran);
 #endif
 
 #endif

@@ -6,7 +6,9 @@
  * depthwise patch passes shared memory and for groups of few filters, the
  * 1x1 layers as a plain GEMM in all four layout pairs and with groups,
  * grouped im2col in all four layout pairs, im2col by name on a depthwise
- * layer, and tf32 on the GEMM paths. Each case checks the record's
+ * layer, dense NCHW layers with only a bias or activation through 0.2's
+ * kernels (the implicit GEMM, im2col) and the pass after them, and tf32
+ * on the GEMM paths. Each case checks the record's
  * algorithm (the path auto took) and every output against a long double
  * sum from the definition within 2 (C/G R S + 2) u sum |terms| (u of the
  * dtype, or of tf32's 10-bit mantissa with LOCUS_MATH_TF32), in f32 and
@@ -317,6 +319,75 @@ static const layer_case cases[] = {
      NHWC,
      NHWC,
      AUTO,
+     "im2col"},
+    {"3x3 dense bias relu",
+     2,
+     8,
+     20,
+     22,
+     24,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     RELU,
+     NCHW,
+     NCHW,
+     AUTO,
+     "implicit"},
+    {"5x5 s2 dense relu6",
+     1,
+     12,
+     23,
+     21,
+     16,
+     5,
+     5,
+     1,
+     2,
+     2,
+     2,
+     2,
+     2,
+     2,
+     1,
+     1,
+     0,
+     RELU6,
+     NCHW,
+     NCHW,
+     AUTO,
+     "implicit"},
+    {"3x3 dense by im2col",
+     2,
+     8,
+     20,
+     22,
+     24,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     RELU,
+     NCHW,
+     NCHW,
+     IM2COL,
      "im2col"},
     {"3x3 dilated asym",
      2,
@@ -638,9 +709,13 @@ static void run_case(locus_context *ctx, locus_device *gpu,
           locus_last_error());
     if (status != LOCUS_SUCCESS)
         goto release;
-    CHECK(strcmp(record.algorithm, lc->expect) == 0,
-          "%s %s: ran %s, expected %s", lc->name, what, record.algorithm,
-          lc->expect);
+    /* 0.2's kernels are f32's: an f64 dense layer runs im2col. */
+    const char *expect =
+        dtype == LOCUS_DTYPE_F64 && strcmp(lc->expect, "implicit") == 0
+            ? "im2col"
+            : lc->expect;
+    CHECK(strcmp(record.algorithm, expect) == 0, "%s %s: ran %s, expected %s",
+          lc->name, what, record.algorithm, expect);
     status = locus_buffer_read(bout, 0, out, out_count * elem);
     CHECK(status == LOCUS_SUCCESS, "read: %s", locus_last_error());
     const double u = dtype == LOCUS_DTYPE_F64  ? 0x1p-53
@@ -693,7 +768,8 @@ int main(void)
         run_case(ctx, gpu, &cases[i], LOCUS_DTYPE_F32, LOCUS_MATH_FP32);
         run_case(ctx, gpu, &cases[i], LOCUS_DTYPE_F64, LOCUS_MATH_FP32);
         /* tf32 reaches the GEMM paths only; the others stay FP32. */
-        if (strcmp(cases[i].expect, "im2col") == 0)
+        if (strcmp(cases[i].expect, "im2col") == 0 ||
+            strcmp(cases[i].expect, "implicit") == 0)
             run_case(ctx, gpu, &cases[i], LOCUS_DTYPE_F32, LOCUS_MATH_TF32);
     }
     printf("%zu layer cases\n", count);
