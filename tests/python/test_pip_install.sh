@@ -8,9 +8,12 @@
 # (--system-site-packages would show the base interpreter's, not a
 # venv's), and pip runs with --no-build-isolation --no-index, so nothing
 # is fetched.
-# usage: test_pip_install.sh BUILD SOURCE PREFIX LIBDIR
+# With MODE "bundled", the default build instead: liblocus compiled from
+# the source tree into the package (locus/_liblocus.so), as a plain
+# `pip install ./bindings/python` does.
+# usage: test_pip_install.sh BUILD SOURCE PREFIX LIBDIR [system|bundled]
 set -eu
-build=$1 source=$2 prefix=$3 libdir=$4
+build=$1 source=$2 prefix=$3 libdir=$4 mode=${5:-system}
 python=${LOCUS_TEST_PYTHON:-python3}
 if ! "$python" -c "import mesonpy, numpy" 2>/dev/null; then
     echo "$python lacks meson-python or numpy (docs/PYTHON.md, Tests)"
@@ -27,18 +30,23 @@ venv_python="$scratch/venv/bin/python"
 # The venv's bin first: meson-python runs the meson and ninja it finds.
 PATH="$scratch/venv/bin:$(dirname "$python"):$scratch/bin:$PATH" \
     "$venv_python" -m pip install -q --no-build-isolation --no-index \
-    -Csetup-args=-Dliblocus=system \
+    -Csetup-args=-Dliblocus="$mode" \
     -Cbuild-dir="$scratch/pybuild" "$source/bindings/python" \
     >"$scratch/pip.log" 2>&1 || { cat "$scratch/pip.log" >&2; fail "pip install"; }
 cd "$scratch"
 env -u PYTHONPATH -u LIBLOCUS_PATH LOCUS_PLUGIN_PATH="$lib/locus" \
-    "$venv_python" - "$root" <<'PY' || fail "import locus from the venv"
+    "$venv_python" - "$root" "$mode" <<'PY' || fail "import locus from the venv"
+import os
 import sys
 import numpy as np
 import locus
 
-root = sys.argv[1]
-assert locus.library_path.startswith(root), locus.library_path
+root, mode = sys.argv[1:]
+if mode == "system":
+    assert locus.library_path.startswith(root), locus.library_path
+else:
+    assert locus.library_path == os.path.join(
+        os.path.dirname(locus.__file__), "_liblocus.so"), locus.library_path
 assert "site-packages" in locus.__file__, locus.__file__
 with locus.Context() as ctx:
     a = np.arange(12, dtype=np.float64).reshape(3, 4)
@@ -47,4 +55,4 @@ with locus.Context() as ctx:
     print("import locus:", locus.version(), locus.library_path,
           [d.selector for d in ctx.devices])
 PY
-echo "pip install of bindings/python against $root: ok"
+echo "pip install of bindings/python ($mode liblocus): ok"
