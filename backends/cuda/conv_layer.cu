@@ -117,22 +117,21 @@ __global__ void im2col_kernel(const T *__restrict__ input, Dims d, size_t first,
     }
 }
 
-/* Rows of the output: N K of P Q (NCHW) or N P Q of K (NHWC). */
+/* A row of the grid per image, the image's K P Q outputs along x (whole
+ * images, so that narrow planes or few channels leave no thread idle). */
 template <class T>
-__global__ void epilogue_kernel(const T *__restrict__ bias, Dims d, size_t rows,
-                                T *__restrict__ output)
+__global__ void epilogue_kernel(const T *__restrict__ bias, Dims d,
+                                size_t batch, T *__restrict__ output)
 {
-    const int inner = d.out_nhwc ? d.K : d.P * d.Q;
-    for (size_t row = blockIdx.y; row < rows; row += gridDim.y) {
-        T *line = output + row * (size_t)inner;
-        const T row_bias =
-            bias != nullptr && !d.out_nhwc ? bias[row % d.K] : T(0);
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inner;
+    const int pq = d.P * d.Q, per_image = d.K * pq;
+    for (size_t n = blockIdx.y; n < batch; n += gridDim.y) {
+        T *out = output + n * (size_t)per_image;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < per_image;
              i += gridDim.x * blockDim.x) {
-            const T b = bias == nullptr ? T(0)
-                        : d.out_nhwc    ? __ldg(bias + i)
-                                        : row_bias;
-            line[i] = activate(line[i] + b, d.act);
+            T v = out[i];
+            if (bias != nullptr)
+                v += __ldg(bias + (d.out_nhwc ? i % d.K : i / pq));
+            out[i] = activate(v, d.act);
         }
     }
 }
@@ -298,11 +297,10 @@ cudaError_t epilogue(const locus__cuda_layer *l, const T *bias, T *output,
     if (bias == nullptr && l->activation == 0)
         return cudaSuccess;
     const Dims d = dims_of(l);
-    const size_t pq = (size_t)d.P * d.Q;
-    const size_t rows = l->batch * (d.out_nhwc ? pq : (size_t)d.K);
-    const size_t inner = d.out_nhwc ? (size_t)d.K : pq;
-    const dim3 grid(blocks_for(inner), rows_for(rows));
-    epilogue_kernel<T><<<grid, kThreads, 0, stream>>>(bias, d, rows, output);
+    const size_t per_image = (size_t)d.K * d.P * d.Q;
+    const dim3 grid(blocks_for(per_image), rows_for(l->batch));
+    epilogue_kernel<T>
+        <<<grid, kThreads, 0, stream>>>(bias, d, l->batch, output);
     return cudaGetLastError();
 }
 
