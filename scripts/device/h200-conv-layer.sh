@@ -22,7 +22,7 @@ exec 3>&1 >"$log" 2>&1
 . "$(dirname "$0")/gpu-env.sh"
 export PATH=/usr/local/cuda/bin:$PATH
 
-nvidia-smi -L
+nvidia-smi -L; git log --oneline -1 2>/dev/null
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release >/dev/null || exit 1
 targets="backends/cuda/locus-cuda.so tools/locus tools/locus-bench-cudnn.so"
@@ -36,7 +36,7 @@ echo "build done" >&3
 export LOCUS_PLUGIN_PATH="$build/backends/cuda"
 
 echo "=== meson test --suite cuda"
-timeout 150 meson test -C "$build" --suite cuda --no-rebuild --print-errorlogs
+timeout 120 meson test -C "$build" --suite cuda --no-rebuild --print-errorlogs
 echo "suite exit $?"
 cp "$build/meson-logs/testlog.txt" "$out/cuda-testlog.txt" 2>/dev/null
 grep -E "^ *[0-9]+/[0-9]+ " "$log" | tail -12 >&3
@@ -52,7 +52,7 @@ for net in resnet50 mobilenetv2; do
     for batch in 1 32; do
         name="conv-net-$net-cuda-b$batch"
         echo "=== $net batch $batch on cuda:0"
-        timeout 40 "$locus" bench conv --net "$net" --batch "$batch" \
+        timeout 30 "$locus" bench conv --net "$net" --batch "$batch" \
             --device cuda:0 --repeat 5 --json >"$out/$name.json"
         echo "exit $?"
         python3 - "$out/$name.json" <<'PY'
