@@ -31,7 +31,7 @@ for t in reduce gemm conv conv_layer coherence half f64 probe; do
 done
 targets="$targets tests/gpu/test_cuda_conv_layer_paths tests/gpu/test_device_f64"
 timeout 200 ninja -C "$build" $targets >/dev/null ||
-    { timeout 60 ninja -C "$build" $targets 2>&1 | grep -B2 -A10 error | head -60; exit 1; }
+    { timeout 60 ninja -C "$build" $targets 2>&1 | grep -B2 -A10 error | head -60 | tee /dev/fd/3; exit 1; }
 echo "build done" >&3
 export LOCUS_PLUGIN_PATH="$build/backends/cuda"
 
