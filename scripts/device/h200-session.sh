@@ -7,7 +7,8 @@
 # (batch 1), then the optional scripts of the session where present
 # (h200-python.sh, h200-pipeline.sh), each under its own limit.
 #
-#   run (carry build-dev, .devdeps): tar the tree into build-dev, then
+#   run (carry build-dev, .devdeps, build-pywheels): tar the tree into
+#   build-dev, then
 #   sh scripts/device/h200-session.sh
 #
 # $OUT/session.log is the summary; each part's files beside it.
@@ -67,7 +68,7 @@ done
 for part in h200-python.sh h200-pipeline.sh; do
     [ -f "$root/scripts/device/$part" ] || continue
     mkdir -p "$out/${part%.sh}"
-    OUT="$out/${part%.sh}" timeout 90 sh "$root/scripts/device/$part" \
+    LOCUS_BUILD="$build" OUT="$out/${part%.sh}" timeout 100 sh "$root/scripts/device/$part" \
         >"$out/${part%.sh}/stdout.txt" 2>&1
     echo "=== $part exit $?" >&3
     tail -15 "$out/${part%.sh}/stdout.txt" >&3
