@@ -71,6 +71,6 @@ for part in h200-python.sh h200-pipeline.sh; do
     LOCUS_BUILD="$build" OUT="$out/${part%.sh}" timeout 100 sh "$root/scripts/device/$part" \
         >"$out/${part%.sh}/stdout.txt" 2>&1
     echo "=== $part exit $?" >&3
-    tail -15 "$out/${part%.sh}/stdout.txt" >&3
+    tail -q -n 15 "$out/${part%.sh}"/*.log "$out/${part%.sh}/stdout.txt" >&3
 done
 echo "done $(date +%T)" >&3
