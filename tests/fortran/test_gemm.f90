@@ -6,6 +6,7 @@
 program test_gemm
     use, intrinsic :: iso_c_binding
     use, intrinsic :: ieee_arithmetic
+    use, intrinsic :: iso_fortran_env, only: int64
     use locus
     implicit none
     integer, parameter :: wide = selected_real_kind(p=18)
@@ -41,8 +42,8 @@ contains
         integer :: i, j
         do j = 1, size(x, 2)
             do i = 1, size(x, 1)
-                seed = mod(seed*1103515245 + 12345, 2147483647)
-                if (seed < 0) seed = seed + 2147483647
+                ! In 64 bits: the product overflows a default integer.
+                seed = int(modulo(int(seed, int64)*48271_int64, 2147483647_int64))
                 x(i, j) = real(mod(seed, 2001) - 1000, wide)/1000
             end do
         end do
