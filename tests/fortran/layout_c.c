@@ -8,8 +8,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SIZE(s) {#s, sizeof(locus_##s)}
-#define FIELD(s, f) {#s "." #f, offsetof(locus_##s, f)}
+#define SIZE(s)                                                                \
+    {                                                                          \
+#s, sizeof(locus_##s)                                                  \
+    }
+#define FIELD(s, f)                                                            \
+    {                                                                          \
+#s "." #f, offsetof(locus_##s, f)                                      \
+    }
 
 static const struct {
     const char *name;
