@@ -13,9 +13,6 @@
 module locus
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: error_unit
-    use locus_c, only: locus_record_t, locus_conv2d_desc_t, &
-        locus_device_info_t, locus_context_options_t, locus_estimate_t, &
-        locus_reduce_desc_t, locus_gemm_desc_t, locus_record_max_estimates
     use locus_c
     implicit none
     private

@@ -169,6 +169,13 @@ contains
         if (status /= LOCUS_ERROR_INVALID_ARGUMENT) call die('gemm c = a')
         write (*, '(a)') 'gemm C over A: '//locus_last_error()
 
+        ! n = 0: BLAS's quick return, C untouched.
+        c = 7
+        call locus_gemm(context, 'N', 'T', 3, 0, 3, 1.0_c_float, a, 3, a, 1, &
+            0.0_c_float, c, 3, status=status)
+        if (status /= LOCUS_SUCCESS .or. any(c /= 7)) &
+            call die('gemm n = 0: '//locus_last_error())
+
         call locus_device_find(context, 'no-such-backend', device, &
             status=status)
         if (status == LOCUS_SUCCESS) call die('bad selector accepted')
