@@ -28,8 +28,8 @@ base_python=/opt/torch/.venv/bin/python
 
 # The CUDA and OpenCL modules of this tree (the bundled wheel has the CPU
 # backend only and finds these through LOCUS_PLUGIN_PATH).
-# LOCUS_BUILD: a release build already made in the same call (h200-session.sh).
-build=${LOCUS_BUILD:-/tmp/locus-python-build}
+# SESSION_BUILD: a release build already made in the same call (h200-session.sh).
+build=${SESSION_BUILD:-/tmp/locus-python-build}
 [ -f "$build/build.ninja" ] ||
     meson setup "$build" -Dbuildtype=release -Dtests=false >"$out/setup.log" 2>&1 ||
     { tail -20 "$out/setup.log"; exit 1; }

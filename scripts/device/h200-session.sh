@@ -68,7 +68,7 @@ done
 for part in h200-python.sh h200-pipeline.sh; do
     [ -f "$root/scripts/device/$part" ] || continue
     mkdir -p "$out/${part%.sh}"
-    LOCUS_BUILD="$build" OUT="$out/${part%.sh}" timeout 100 sh "$root/scripts/device/$part" \
+    SESSION_BUILD="$build" OUT="$out/${part%.sh}" timeout 100 sh "$root/scripts/device/$part" \
         >"$out/${part%.sh}/stdout.txt" 2>&1
     echo "=== $part exit $?" >&3
     tail -q -n 15 "$out/${part%.sh}"/*.log "$out/${part%.sh}/stdout.txt" >&3
