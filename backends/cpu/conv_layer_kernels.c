@@ -65,10 +65,25 @@ static void rows_worker(void *arg, int rank, int ranks)
         kernels->direct_rows(l, row0, row1);
 }
 
+/* The inline threshold is a GEMM's: work its rate finishes before the
+ * workers would wake. The depthwise kernel does R S multiply-adds per
+ * output in rows of Q, so a layer of 7x7 or 14x14 planes is mostly loop
+ * overhead and runs an order of magnitude below that rate: it stays on
+ * the calling thread only for a sixteenth of the work. */
+static int runs_inline(const locus__conv_layer *l, int depthwise)
+{
+    if (!depthwise)
+        return locus__conv_layer_is_tiny(l);
+    double outputs = (double)l->batch * (double)l->out_channels *
+                     (double)l->out_h * (double)l->out_w;
+    return 2.0 * outputs * (double)(l->kernel_h * l->kernel_w) <
+           LOCUS__CPU_INLINE_FLOPS / 16;
+}
+
 static locus_status run_rows(const locus__conv_layer *l, int depthwise)
 {
     rows_job job = {l, depthwise};
-    return locus__cpu_run(l->state, l->node, locus__conv_layer_is_tiny(l),
+    return locus__cpu_run(l->state, l->node, runs_inline(l, depthwise),
                           rows_worker, &job);
 }
 
