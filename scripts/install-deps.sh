@@ -18,9 +18,11 @@
 #   (docs/RELIABILITY.md), librsvg2-bin, whose rsvg-convert draws the
 #   cli-svg-*-render tests' pictures to PNG (docs/PICTURES.md), and cmake
 #   and groff-base for the install-cmake and man-pages tests
-#   (docs/BUILDING.md), and python3-venv, in whose venv .ci/run installs
-#   the python suite's numpy, pytest and meson-python from PyPI
-#   (docs/PYTHON.md).
+#   (docs/BUILDING.md), python3-numpy and python3-pytest, so that
+#   ./test.sh runs the python suite on Debian's Python, and python3-venv,
+#   in whose venv .ci/run installs numpy, pytest and meson-python from
+#   PyPI (docs/PYTHON.md; the two pip-install tests need meson-python,
+#   and skip without it outside CI).
 # The CUDA toolkit is never installed: where /usr/local/cuda/bin/nvcc
 # exists, the CUDA module is built as well.
 set -eu
@@ -31,7 +33,7 @@ build_packages="build-essential meson ninja-build pkg-config python3
 test_packages="clang-format qemu-system-x86 busybox-static
   openmpi-bin libopenmpi-dev numactl hwloc clinfo
   clang libclang-rt-dev valgrind librsvg2-bin cmake groff-base
-  python3-venv"
+  python3-venv python3-numpy python3-pytest"
 case "${1:-all}" in
 build) packages=$build_packages ;;
 test | all) packages="$build_packages $test_packages" ;;

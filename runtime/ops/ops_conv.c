@@ -310,7 +310,7 @@ LOCUS_API locus_status locus_conv2d_layer(
                            : !input  ? "input"
                            : !filter ? "filter"
                                      : "output");
-    size_t out_h, out_w;
+    size_t out_h = 0, out_w = 0;
     conv_sizes sizes;
     locus_conv2d_desc desc;
     locus_buffer *tensors[] = {input, filter, bias, output};
