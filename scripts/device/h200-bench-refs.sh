@@ -11,7 +11,8 @@
 #   sh scripts/device/h200-bench-refs.sh           (CPU only: a quick build)
 #   CUDA=1 sh scripts/device/h200-bench-refs.sh    (also cuda:0)
 #
-# SRC=path/to/src.tar.gz builds that tree instead of this one. Output on
+# SRC=path/to/src.tar.gz builds that tree instead of this one;
+# SESSION_BUILD=dir uses that build (of this tree) as it is. Output on
 # stdout (pipe it through tee "$OUT/bench-refs.log" to keep it).
 set -u
 . "$(dirname "$0")/gpu-env.sh"
@@ -23,12 +24,14 @@ refs=/tmp/locus-refs
 mkdir -p "$refs"
 tar -xJf build-refs/references.tar.xz -C "$refs" || echo "no build-refs/references.tar.xz: MKL and OpenBLAS 0.3.34 will be not found"
 export LOCUS_BENCH_MKL="$refs/mkl" LOCUS_BENCH_OPENBLAS="$refs/openblas"
-build=/tmp/locus-build
+build=${SESSION_BUILD:-/tmp/locus-build}
 cuda_option=-Dcuda=disabled
 [ "${CUDA:-0}" = 1 ] && cuda_option=
-meson setup "$build" "$src" -Dbuildtype=release $cuda_option >/dev/null || exit 1
-ninja -C "$build" tools/locus $( [ -z "$cuda_option" ] && echo backends/cuda/locus-cuda.so tools/locus-bench-cub.so tools/locus-bench-cublas.so tools/locus-bench-cudnn.so) >/dev/null ||
-    { ninja -C "$build" | tail -30; exit 1; }
+if [ -z "${SESSION_BUILD:-}" ]; then
+    meson setup "$build" "$src" -Dbuildtype=release $cuda_option >/dev/null || exit 1
+    ninja -C "$build" tools/locus $( [ -z "$cuda_option" ] && echo backends/cuda/locus-cuda.so tools/locus-bench-cub.so tools/locus-bench-cublas.so tools/locus-bench-cudnn.so) >/dev/null ||
+        { ninja -C "$build" | tail -30; exit 1; }
+fi
 locus=$build/tools/locus
 export LOCUS_PLUGIN_PATH=$build/backends/cuda
 lscpu | grep -E "Model name|^CPU\(s\)|L3"
