@@ -402,6 +402,22 @@ typedef struct locus_backend {
                                  const void *input, const void *filter,
                                  const void *bias, void *output,
                                  locus_op_context *op);
+
+    /* ---- device memory the application owns (appended in 0.4) ---------
+     * Optional (NULL: the backend cannot use memory it did not allocate,
+     * and locus_buffer_wrap_device refuses its devices). Appended: the
+     * runtime reads wrap and unwrap only from a table whose struct_size
+     * covers them. wrap checks that the `bytes` at `memory` are memory of
+     * `device` its ops can use, and returns LOCUS_ERROR_INVALID_ARGUMENT
+     * with a message saying what they are otherwise (host memory, another
+     * device's, unknown to the driver); on success *handle is a handle
+     * that upload, download and the ops take as they take alloc's. The
+     * runtime never passes a wrapped handle to free: it calls unwrap
+     * (NULL: nothing to release) when the buffer is destroyed, and the
+     * memory stays the caller's. */
+    locus_status (*wrap)(void *state, size_t device, void *memory, size_t bytes,
+                         void **handle);
+    void (*unwrap)(void *state, size_t device, void *handle);
 } locus_backend;
 
 /* What a conv2d request uses beyond 0.2's convolution. */
