@@ -418,6 +418,25 @@ typedef struct locus_backend {
     locus_status (*wrap)(void *state, size_t device, void *memory, size_t bytes,
                          void **handle);
     void (*unwrap)(void *state, size_t device, void *handle);
+
+    /* ---- uploads beside compute (appended in 0.4) ---------------------
+     * Optional, both or neither (NULL: a queue's inputs are uploaded by
+     * the ops that read them, as before); the runtime reads them only
+     * from a table whose struct_size covers them. For a queue's next op
+     * (docs/SCHEDULER.md, "Overlapped uploads"): prefetch starts copying
+     * `bytes` of host memory to `memory` (from alloc) on a copy engine
+     * beside the one the device's ops compute on, and hands back a ticket
+     * for it. The runtime calls it from a thread of its own while an op
+     * may be running on the same device: it may block while it stages
+     * pageable host memory, but must not wait for that op. Until the
+     * ticket is waited for, the runtime leaves the host memory unchanged
+     * and the device memory unused. prefetch_wait returns once the copy is
+     * complete, with its status (after a failure the device memory's
+     * content is undefined), and releases the ticket: every ticket is
+     * waited for exactly once. A failed prefetch hands back no ticket. */
+    locus_status (*prefetch)(void *state, size_t device, void *memory,
+                             const void *host, size_t bytes, void **ticket);
+    locus_status (*prefetch_wait)(void *state, size_t device, void *ticket);
 } locus_backend;
 
 /* What a conv2d request uses beyond 0.2's convolution. */
