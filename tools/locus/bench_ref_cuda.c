@@ -78,7 +78,11 @@ static void load_modules(void)
 }
 
 /* A module's result: the reference added, or why not. A dtype the
- * module does not offer is no failure: the reference is just absent. */
+ * module does not offer is no failure: the reference is just absent.
+ * Callers run the module first and pass its time after: as arguments of
+ * one call, C leaves open whether `seconds` is read before the module
+ * writes it (it was, and every cuBLAS and CUB row read the previous
+ * row's time). */
 static void take(int code, bench_result *result, const char *what,
                  double seconds, const char *error)
 {
@@ -122,23 +126,26 @@ void bench_reference_cuda(const bench_reference_input *input,
             continue;
         switch (shape->op) {
         case BENCH_REDUCE:
-            if (t->reduce != NULL)
-                take(t->reduce(shape->u.reduce.count, (int)dtype, seed, repeat,
-                               &seconds, error, sizeof error),
-                     result,
+            if (t->reduce != NULL) {
+                int code = t->reduce(shape->u.reduce.count, (int)dtype, seed,
+                                     repeat, &seconds, error, sizeof error);
+                take(code, result,
                      dtype == LOCUS_DTYPE_F64 ? "cub DeviceReduce::Sum f64"
                                               : "cub DeviceReduce::Sum",
                      seconds, error);
-            if (t->launch != NULL)
-                take(t->launch(repeat, &seconds, error, sizeof error), result,
-                     "raw kernel launch + sync", seconds, error);
+            }
+            if (t->launch != NULL) {
+                int code = t->launch(repeat, &seconds, error, sizeof error);
+                take(code, result, "raw kernel launch + sync", seconds, error);
+            }
             break;
         case BENCH_GEMM:
-            if (t->gemm != NULL)
-                take(t->gemm(shape->u.gemm.m, shape->u.gemm.n, shape->u.gemm.k,
-                             (int)dtype, tf32, seed, repeat, &seconds, error,
-                             sizeof error),
-                     result, gemm_label(dtype, tf32), seconds, error);
+            if (t->gemm != NULL) {
+                int code = t->gemm(shape->u.gemm.m, shape->u.gemm.n,
+                                   shape->u.gemm.k, (int)dtype, tf32, seed,
+                                   repeat, &seconds, error, sizeof error);
+                take(code, result, gemm_label(dtype, tf32), seconds, error);
+            }
             break;
         case BENCH_CONV:
             if (t->conv != NULL) {
