@@ -52,6 +52,20 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
                                const void *filter, void *output,
                                locus_op_context *op)
 {
+    locus_conv2d_desc plain = *desc;
+    plain.activation = LOCUS_ACTIVATION_NONE;
+    int fused;
+    return locus__cpu_conv2d_fused(state, device, &plain, input, filter, NULL,
+                                   output, op, &fused);
+}
+
+locus_status locus__cpu_conv2d_fused(void *state, size_t device,
+                                     const locus_conv2d_desc *desc,
+                                     const void *input, const void *filter,
+                                     const void *bias, void *output,
+                                     locus_op_context *op, int *fused)
+{
+    *fused = 0;
     const locus__cpu_state *s = state;
     const locus_services *services = s->services;
 
@@ -133,6 +147,8 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
         .input_f64 = f64 ? input : NULL,
         .filter_f64 = f64 ? filter : NULL,
         .output_f64 = f64 ? output : NULL,
+        .epilogue = {f64 ? NULL : bias,
+                     f64 ? LOCUS_ACTIVATION_NONE : desc->activation},
         .op = op,
     };
     locus_status status =
@@ -154,8 +170,10 @@ locus_status locus__cpu_conv2d(void *state, size_t device,
         algorithm = f64 ? LOCUS_CONV_IM2COL : choose(&problem);
     if (algorithm == LOCUS_CONV_IMPLICIT_GEMM) {
         locus__cpu_set_algorithm(op, "implicit");
+        *fused = !f64;
         return locus__cpu_conv2d_implicit(&problem);
     }
+    problem.epilogue = (locus__conv_epilogue){NULL, LOCUS_ACTIVATION_NONE};
     if (algorithm == LOCUS_CONV_MEC) {
         locus__cpu_set_algorithm(op, "mec");
         return locus__cpu_conv2d_mec(&problem);

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "conv_epilogue.h"
 #include "cpu_internal.h"
 #include "im2col.h"
 
@@ -24,8 +25,23 @@ typedef struct locus__conv_problem {
     locus_dtype dtype;
     const double *input_f64, *filter_f64;
     double *output_f64;
+    /* f32: the layer's bias and activation, which the implicit GEMM and
+     * the direct kernel apply as they store the output (conv_epilogue.h);
+     * zero: none. The other algorithms leave it to the caller
+     * (locus__cpu_conv2d_fused). */
+    locus__conv_epilogue epilogue;
     locus_op_context *op;
 } locus__conv_problem;
+
+/* locus__cpu_conv2d with a bias (f32, NULL: none) and desc's activation:
+ * *fused says whether they were applied in the kernels' stores (the
+ * implicit GEMM and the direct kernel); when 0 the output is the plain
+ * convolution and the caller applies them. */
+locus_status locus__cpu_conv2d_fused(void *state, size_t device,
+                                     const locus_conv2d_desc *desc,
+                                     const void *input, const void *filter,
+                                     const void *bias, void *output,
+                                     locus_op_context *op, int *fused);
 
 /* Whether the whole conv is small enough to run on the calling thread
  * (LOCUS__CPU_INLINE_FLOPS). */

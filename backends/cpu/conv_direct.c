@@ -436,18 +436,25 @@ static void run_rows(const direct_job *job, worker_band *wb, size_t g, size_t n,
                 hi = plan->crs;
             }
             size_t q0 = lo > p0 ? lo : p0, q1 = min_size(hi, p1);
-            if (q0 >= q1 && !(lo >= hi && p0 == 0))
-                continue; /* nothing of this row in the block */
-            if (q0 > q1)
-                q1 = q0; /* all padding: the tile is written as zeros */
-            const float *row = base + (oh - oh0) * sh_h * plan->wx;
             float *out =
                 pr->output + ((n * k + g * tf) * sh->out_h + oh) * sh->out_w;
-            for (size_t t = 0; t < plan->row_tiles; t++)
+            /* nothing of this row in the block, else (all padding) the
+             * tile is written as zeros */
+            int skip = q0 >= q1 && !(lo >= hi && p0 == 0);
+            if (q0 > q1)
+                q1 = q0;
+            const float *row = base + (oh - oh0) * sh_h * plan->wx;
+            for (size_t t = 0; !skip && t < plan->row_tiles; t++)
                 isa->conv_direct(
                     q1 - q0, w + q0 * tf, row + t * tp * sh->stride_w,
                     job->offsets + q0, sh->stride_w, out + t * tp, plan->pq,
                     min_size(tp, sh->out_w - t * tp), filters, q0 > lo);
+            /* After the last block the row is finished (written here or
+             * in an earlier block): the layer's bias and activation
+             * while it is in cache (conv_epilogue.h). */
+            if (p1 == plan->crs)
+                locus__conv_epilogue_apply(&pr->epilogue, out, plan->pq, g * tf,
+                                           filters, sh->out_w);
         }
     }
 }

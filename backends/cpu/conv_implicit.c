@@ -375,6 +375,7 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
             size_t kcb = min_size(plan->kc, plan->crs - pc);
             const float *block = job->filter + pc * plan->panels * mr;
             float beta = pc == 0 ? 0.0f : 1.0f;
+            int last = pc + kcb == plan->crs; /* the tiles are finished */
             /* Packs the worker's pieces on first use, else only checks. */
             prepare_block(job, pc / plan->kc, i0, i1, from);
             for (size_t t = tb; t < te; t += LOCUS__IMPLICIT_PANELS) {
@@ -412,6 +413,11 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                         else
                             edge_tile(isa, kcb, a, b, in_place ? pq : nr, c, pq,
                                       rows, cols, beta);
+                        /* The layer's bias and activation while the tile
+                         * is in L1 (conv_epilogue.h). */
+                        if (last)
+                            locus__conv_epilogue_apply(&pr->epilogue, c, pq,
+                                                       i * mr, rows, cols);
                     }
                 }
             }

@@ -11,7 +11,9 @@
  * A layer whose only features are the bias and the activation (a dense
  * NCHW layer with BN folded, as in ResNet-50) is 0.2's convolution plus
  * an epilogue: auto runs 0.2's conv2d, whose algorithms and filter cache
- * are tuned for it, then the bias and activation in one pass.
+ * are tuned for it, with the bias and activation applied where its
+ * implicit GEMM and direct kernel store a finished tile (f32); its other
+ * algorithms (f64's im2col) are followed by one epilogue pass.
  *
  * NHWC. The depthwise and im2col kernels are NCHW's: an NHWC input (and
  * its KRSC filter) is transposed into a workspace first, an NHWC output
@@ -88,27 +90,30 @@ static void epilogue_worker(void *arg, int rank, int ranks)
     }
 }
 
-/* 0.2's conv2d on the same buffers, then the epilogue. */
-static locus_status run_dense_then_epilogue(const locus__conv_layer *l,
-                                            size_t device,
-                                            const locus_conv2d_desc *desc)
+/* 0.2's conv2d on the same buffers with the bias and activation fused
+ * into its kernels' stores where it runs the implicit GEMM or the direct
+ * kernel (every f32 layer whose sizes fit them), else followed by the
+ * epilogue pass. */
+static locus_status run_dense(const locus__conv_layer *l, size_t device,
+                              const locus_conv2d_desc *desc)
 {
-    locus_conv2d_desc plain = *desc;
-    plain.activation = LOCUS_ACTIVATION_NONE;
-    locus_status status =
-        locus__cpu_conv2d((void *)l->state, device, &plain, l->input, l->filter,
-                          l->output, l->op);
+    int fused = 0;
+    locus_status status = locus__cpu_conv2d_fused(
+        (void *)l->state, device, desc, l->input, l->filter,
+        l->f64 ? NULL : l->bias, l->output, l->op, &fused);
     if (status != LOCUS_SUCCESS)
         return status;
     if (l->op && l->op->record) {
-        /* "implicit+epilogue": which of 0.2's algorithms ran, and that the
-         * epilogue followed it. */
+        /* "implicit+fused" or "im2col+epilogue": which of 0.2's
+         * algorithms ran, and how the bias and activation were applied. */
         char name[sizeof l->op->record->algorithm + sizeof "+epilogue"];
-        int n = snprintf(name, sizeof name, "%s+epilogue",
-                         l->op->record->algorithm);
+        int n = snprintf(name, sizeof name, "%s+%s", l->op->record->algorithm,
+                         fused ? "fused" : "epilogue");
         if (n > 0 && (size_t)n < sizeof l->op->record->algorithm)
             locus__cpu_set_algorithm(l->op, name);
     }
+    if (fused)
+        return LOCUS_SUCCESS;
     return locus__cpu_run(l->state, l->node, locus__conv_layer_is_tiny(l),
                           epilogue_worker, (void *)l);
 }
@@ -306,7 +311,7 @@ locus_status locus__cpu_conv2d_layer(void *state, size_t device,
     }
     if (desc->algorithm == LOCUS_CONV_AUTO &&
         (features & ~EPILOGUE_ONLY_FEATURES) == 0)
-        return run_dense_then_epilogue(&l, device, desc);
+        return run_dense(&l, device, desc);
     locus__cpu_set_algorithm(op, "im2col");
     return run_nchw(&l, locus__cpu_layer_im2col);
 }
