@@ -294,6 +294,22 @@ size_t locus__cpu_direct_workspace(const locus__conv_problem *problem)
     return make_plan(problem, &plan) ? plan.bytes : 0;
 }
 
+int locus__cpu_direct_loads(const locus__conv_problem *problem, size_t *loads)
+{
+    direct_plan plan;
+    if (!make_plan(problem, &plan))
+        return 0;
+    /* The units as locus__cpu_conv2d_direct splits them. */
+    size_t units = plan.groups * problem->batch * problem->shape.out_h;
+    for (int r = 0; r < problem->workers; r++) {
+        size_t u0, u1;
+        problem->state->services->split(units, 1, r, problem->workers, &u0,
+                                        &u1);
+        loads[r] = (u1 - u0) * plan.row_tiles;
+    }
+    return 1;
+}
+
 /* Where original depth step p = (c, r, s) goes in a tap-major packing:
  * order (r, c, s), so that the taps of one filter row r are contiguous
  * and an output row whose top or bottom taps fall in the padding skips

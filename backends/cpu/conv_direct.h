@@ -17,6 +17,11 @@ int locus__cpu_direct_fits(const locus__conv_problem *problem);
 /* Bytes of workspace the direct convolution uses (only where it fits). */
 size_t locus__cpu_direct_workspace(const locus__conv_problem *problem);
 
+/* For tests: each of problem->workers workers' first share of the work
+ * (before any stealing, shares.h), in kernel calls, into loads[workers];
+ * 0 where the kernel is missing or a count overflows. */
+int locus__cpu_direct_loads(const locus__conv_problem *problem, size_t *loads);
+
 /* Runs it over the device's workers and sets the record's
  * workspace_bytes. */
 locus_status locus__cpu_conv2d_direct(const locus__conv_problem *problem);

@@ -157,6 +157,44 @@ static void choose_grid(const locus__conv_problem *pr, implicit_plan *plan)
     }
 }
 
+/* The tile, the counts of micro-panel columns and filter row panels, and
+ * the worker grid: what the first split of the work depends on. Reads
+ * the problem and the ISA table alone. Returns 0 when a count
+ * overflows. */
+static int plan_grid(const locus__conv_problem *pr, implicit_plan *plan)
+{
+    const locus__conv_shape *sh = &pr->shape;
+    plan->mr = pr->state->isa.mr;
+    plan->nr = pr->state->isa.nr;
+    if (!locus__cpu_mul_size(sh->channels, sh->kernel_h, &plan->crs) ||
+        !locus__cpu_mul_size(plan->crs, sh->kernel_w, &plan->crs) ||
+        !locus__cpu_mul_size(sh->out_h, sh->out_w, &plan->pq))
+        return 0;
+    plan->tiles = ceil_div(plan->pq, plan->nr);
+    plan->panels = ceil_div(pr->out_channels, plan->mr);
+    if (!locus__cpu_mul_size(pr->batch, plan->tiles, &(size_t){0}) ||
+        pr->workers < 1)
+        return 0;
+    choose_grid(pr, plan);
+    return 1;
+}
+
+int locus__cpu_implicit_loads(const locus__conv_problem *problem, size_t *loads)
+{
+    implicit_plan plan;
+    if (!plan_grid(problem, &plan))
+        return 0;
+    const locus_services *sv = problem->state->services;
+    for (int rank = 0; rank < problem->workers; rank++) {
+        size_t i0, i1, t0, t1;
+        sv->split(plan.panels, 1, rank / plan.wp, plan.wk, &i0, &i1);
+        sv->split(problem->batch * plan.tiles, 1, rank % plan.wp, plan.wp, &t0,
+                  &t1);
+        loads[rank] = i1 > i0 ? (t1 - t0) * (i1 - i0 + PACK_CALLS) : 0;
+    }
+    return 1;
+}
+
 /* Returns 0 when a count overflows. Every product below is checked, so
  * the drivers may compute any of them unchecked afterwards. */
 static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
@@ -174,16 +212,9 @@ static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
     if (l2_sharing > 1)
         l2 /= (size_t)l2_sharing;
 
-    plan->mr = pr->state->isa.mr;
-    plan->nr = pr->state->isa.nr;
     size_t rows;
-    if (!locus__cpu_mul_size(sh->channels, sh->kernel_h, &plan->crs) ||
-        !locus__cpu_mul_size(plan->crs, sh->kernel_w, &plan->crs) ||
-        !locus__cpu_mul_size(sh->out_h, sh->out_w, &plan->pq))
-        return 0;
-    plan->tiles = ceil_div(plan->pq, plan->nr);
-    plan->panels = ceil_div(pr->out_channels, plan->mr);
-    if (!locus__cpu_mul_size(plan->panels, plan->mr, &rows) ||
+    if (!plan_grid(pr, plan) ||
+        !locus__cpu_mul_size(plan->panels, plan->mr, &rows) ||
         !locus__cpu_mul_size(rows, plan->crs, &plan->filter) ||
         plan->filter > SIZE_MAX - page_floats ||
         !locus__cpu_mul_size(pr->batch, plan->tiles, &(size_t){0}))
@@ -204,7 +235,6 @@ static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
                               64 + (size_t)pr->workers * sizeof(locus__share),
                           sizeof(float)),
                  page_floats);
-    choose_grid(pr, plan);
 
     /* The output slab one worker accumulates: its rows by the block's
      * columns, in a quarter of L2 (the packed filter block takes most of

@@ -12,6 +12,14 @@
 int locus__cpu_implicit_workspace(const locus__conv_problem *problem,
                                   size_t *bytes);
 
+/* For tests: each of problem->workers workers' first share of the work
+ * (its filter row panels and micro-panel columns in the worker grid,
+ * before any stealing), in kernel calls of the whole depth plus its
+ * packing of B, into loads[workers]; 0 where a count overflows. Reads
+ * the problem, its ISA table and services->split alone. */
+int locus__cpu_implicit_loads(const locus__conv_problem *problem,
+                              size_t *loads);
+
 /* Runs the implicit GEMM over the device's workers and sets the record's
  * workspace_bytes to the bytes it used. */
 locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem);
