@@ -17,6 +17,7 @@
 #include "context_types.h"
 #include "fault.h"
 #include "ops.h"
+#include "queue_prefetch.h"
 #include "scheduler.h"
 #include "status.h"
 
@@ -56,6 +57,8 @@ struct queue_item {
     /* An op's: completes with it (NULL: none wanted). A wait's: the event
      * waited on. Either way the item holds it. */
     locus_event *event;
+    /* The queue's copying thread was given this op's inputs. */
+    bool prefetched;
 };
 
 struct locus_queue {
@@ -71,6 +74,10 @@ struct locus_queue {
     bool stopping;
     locus_status failure; /* the first since the last finish */
     char failure_detail[DETAIL_CAPACITY + 64];
+    /* Uploads beside compute (queue_prefetch.h): on for a queue device
+     * that offers them, unless LOCUS_QUEUE_OVERLAP=0. */
+    bool overlap;
+    locus__prefetcher prefetcher;
 };
 
 /* A lock, unlock or wait on our own objects fails only when they are
@@ -240,12 +247,69 @@ static locus_status run_wait(locus_queue *queue, queue_item *item)
     return LOCUS_SUCCESS;
 }
 
+/* The inputs of an op: every operand but the output (reduce has none). */
+static size_t input_count(const locus__op_type *type)
+{
+    return type == &locus__reduce_op ? type->operand_count
+                                     : type->operand_count - 1;
+}
+
+/* Whether buffer overlaps an operand of the op item. */
+static bool used_by(const queue_item *item, const locus_buffer *buffer)
+{
+    for (size_t i = 0; i < item->type->operand_count; i++)
+        if (item->buffers[i] &&
+            locus__buffers_overlap(item->buffers[i], buffer))
+            return true;
+    return false;
+}
+
+/* Before op item runs: gives the copying thread the inputs of the op after
+ * it, next, that item does not touch (a buffer item writes, or reads and
+ * so may upload itself, is left to next's own acquire). Only from op to
+ * op: a wait may stand for another queue's write of next's inputs. */
+static void prefetch_next(locus_queue *queue, const queue_item *item,
+                          queue_item *next)
+{
+    if (!queue->overlap || !item->type || !next || !next->type)
+        return;
+    /* alpha or k 0: gemm reads neither A nor B. */
+    if (next->type == &locus__gemm_op &&
+        (next->desc.gemm.alpha == 0 || next->desc.gemm.k == 0))
+        return;
+    locus_buffer *inputs[LOCUS__OP_MAX_OPERANDS];
+    size_t count = 0;
+    for (size_t i = 0; i < input_count(next->type); i++) {
+        locus_buffer *buffer = next->buffers[i];
+        bool seen = false;
+        for (size_t j = 0; j < count; j++)
+            seen = seen || inputs[j] == buffer;
+        if (buffer && !seen && !used_by(item, buffer))
+            inputs[count++] = buffer;
+    }
+    if (count == 0)
+        return;
+    locus__prefetcher_give(&queue->prefetcher, inputs, count);
+    next->prefetched = true;
+}
+
 /* Runs one item and makes its outcome known: to its event, and to the
- * queue's first failure. */
-static void run_item(locus_queue *queue, queue_item *item)
+ * queue's first failure. An op whose inputs were being copied waits for
+ * them first and fails with the copy's failure. */
+static void run_item(locus_queue *queue, queue_item *item, queue_item *next)
 {
     locus__clear_error();
-    locus_status status = item->run(queue, item);
+    locus_status status = LOCUS_SUCCESS;
+    size_t prefetched = 0;
+    if (item->prefetched)
+        status = locus__prefetcher_collect(&queue->prefetcher, &prefetched);
+    prefetch_next(queue, item, next);
+    if (status == LOCUS_SUCCESS)
+        status = item->run(queue, item);
+    /* The copies the op did not make itself are its transfers all the
+     * same. */
+    if (status == LOCUS_SUCCESS && item->record)
+        item->record->bytes_to_device += prefetched;
     const char *detail = status == LOCUS_SUCCESS ? "" : locus_last_error();
     bool is_op = item->type != NULL;
     if (item->event && is_op)
@@ -283,8 +347,10 @@ static void *queue_thread(void *arg)
         queue->head = item->next;
         if (!queue->head)
             queue->tail = NULL;
+        /* Only this thread frees entries: next stays valid unlocked. */
+        queue_item *next = queue->head;
         unlock(&queue->lock);
-        run_item(queue, item);
+        run_item(queue, item, next);
         lock(&queue->lock);
     }
     unlock(&queue->lock);
@@ -333,7 +399,12 @@ LOCUS_API locus_status locus_queue_create(locus_context *context,
     queue->context = context;
     queue->device = device;
     queue->failure = LOCUS_SUCCESS;
-    locus_status status = init_pair(&queue->lock, &queue->work, "queue");
+    bool overlap = false;
+    locus_status status = locus__prefetch_enabled(&overlap);
+    if (status != LOCUS_SUCCESS)
+        goto free_queue;
+    queue->overlap = overlap && locus__prefetch_offered(device);
+    status = init_pair(&queue->lock, &queue->work, "queue");
     if (status != LOCUS_SUCCESS)
         goto free_queue;
     int rc = pthread_cond_init(&queue->idle, NULL);
@@ -342,13 +413,21 @@ LOCUS_API locus_status locus_queue_create(locus_context *context,
                              strerror(rc));
         goto destroy_pair;
     }
+    if (queue->overlap) {
+        status = locus__prefetcher_start(&queue->prefetcher, device);
+        if (status != LOCUS_SUCCESS)
+            goto destroy_idle;
+    }
     status = start_thread(queue);
     if (status != LOCUS_SUCCESS)
-        goto destroy_idle;
+        goto stop_prefetcher;
     atomic_fetch_add(&context->live_queues, 1);
     *out = queue;
     return LOCUS_SUCCESS;
 
+stop_prefetcher:
+    if (queue->overlap)
+        locus__prefetcher_stop(&queue->prefetcher);
 destroy_idle:
     must(pthread_cond_destroy(&queue->idle), "pthread_cond_destroy");
 destroy_pair:
@@ -369,6 +448,8 @@ LOCUS_API void locus_queue_destroy(locus_queue *queue)
     unlock(&queue->lock);
     /* The thread leaves only once the FIFO is empty. */
     must(pthread_join(queue->thread, NULL), "pthread_join");
+    if (queue->overlap)
+        locus__prefetcher_stop(&queue->prefetcher);
     must(pthread_cond_destroy(&queue->idle), "pthread_cond_destroy");
     must(pthread_cond_destroy(&queue->work), "pthread_cond_destroy");
     must(pthread_mutex_destroy(&queue->lock), "pthread_mutex_destroy");
