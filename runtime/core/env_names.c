@@ -15,6 +15,7 @@
  * `LOCUS_WERROR=1 ./test.sh` must not make every test warn. */
 static const char *const other_names[] = {
     "LOCUS_FAULT",               /* core/fault.c, fault-injection builds */
+    "LOCUS_QUEUE_OVERLAP",       /* ops/queue_prefetch.c, at queue creation */
     "LOCUS_OPENCL_CACHE_DIR",    /* the OpenCL module */
     "LOCUS_OPENCL_CACHE_REPORT", /* the OpenCL module, a test hook */
     "LOCUS_OPENCL_EXTRA_SOURCE", /* the OpenCL module, a test hook */
