@@ -27,6 +27,7 @@
 
 #include "conv2d.h"
 #include "conv_layer.h"
+#include "depthwise.h"
 
 static const char *const feature_names[] = {
     "groups", "dilation", "asymmetric padding", "bias", "activation", "nhwc",
@@ -303,7 +304,9 @@ locus_status locus__cpu_conv2d_layer(void *state, size_t device,
     if (desc->algorithm == LOCUS_CONV_AUTO &&
         desc->groups == desc->in_channels) {
         locus__cpu_set_algorithm(op, "depthwise");
-        return run_nchw(&l, locus__cpu_layer_depthwise);
+        return locus__cpu_depthwise_in_place(&l)
+                   ? locus__cpu_layer_depthwise(&l)
+                   : run_nchw(&l, locus__cpu_layer_depthwise);
     }
     if (desc->algorithm == LOCUS_CONV_AUTO && locus__conv_layer_is_tiny(&l)) {
         locus__cpu_set_algorithm(op, "direct");

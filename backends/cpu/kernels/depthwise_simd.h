@@ -1,0 +1,211 @@
+/* The depthwise kernels (depthwise.h) for one instruction set and one
+ * dtype, included by kernels/depthwise_<isa>.c once per dtype after
+ * defining:
+ *   ELEM, VEC, MASK, LANES        element, vector, lane mask, lanes
+ *   NAME(x)                       x##_<dtype>_<isa>
+ *   V_ZERO(), V_SET1(x), V_LOADU(p), V_STOREU(p, v)
+ *   V_LANES(lo, hi)               mask of lanes [lo, hi), both clamped to
+ *                                 [0, LANES]
+ *   V_LOAD_MASKED(at, m)          lanes of m loaded from the address at
+ *                                 (an integer: lane 0 may lie outside the
+ *                                 row), the others zero and never read
+ *   V_FMA(a, b, c)                a b + c
+ *   V_MASK_FMA(acc, m, a, b)      a b + acc in the lanes of m, acc in the
+ *                                 others
+ *   V_STORE_FIRST(p, n, v)        the first n (< LANES) lanes of v to p
+ *   V_MAX(a, b), V_MIN(a, b)      b where either is NaN
+ *   V_EVENS(lo, hi)               lanes 0, 2, 4, ... of lo then of hi
+ * Sums run in ELEM from the bias, one multiply-add per tap. */
+
+#include <stdint.h>
+
+/* Lanes 0, 1, ... of a vector starting at x0 (lane l: x0 + l) from a row
+ * of `width` elements: the lanes outside the row come back zero. */
+static inline VEC NAME(load_clipped)(const ELEM *row, ptrdiff_t x0,
+                                     ptrdiff_t width)
+{
+    if (x0 >= 0 && x0 + LANES <= width)
+        return V_LOADU(row + x0);
+    uintptr_t at = (uintptr_t)row + (uintptr_t)x0 * sizeof(ELEM);
+    return V_LOAD_MASKED(at, V_LANES(-x0, width - x0));
+}
+
+/* One tap's inputs for output lanes l, x = x0 + l stride (stride 1 or
+ * 2); `inside`: the whole span lies in the row, no clipping. */
+static inline VEC NAME(tap_inputs)(const ELEM *row, ptrdiff_t x0,
+                                   ptrdiff_t width, size_t stride, int inside)
+{
+    if (stride == 1)
+        return inside ? V_LOADU(row + x0) : NAME(load_clipped)(row, x0, width);
+    if (inside)
+        return V_EVENS(V_LOADU(row + x0), V_LOADU(row + x0 + LANES));
+    return V_EVENS(NAME(load_clipped)(row, x0, width),
+                   NAME(load_clipped)(row, x0 + LANES, width));
+}
+
+/* The output lanes l whose x = x0 + l stride lies in [0, width). */
+static inline MASK NAME(lanes_inside)(ptrdiff_t x0, ptrdiff_t width,
+                                      size_t stride)
+{
+    ptrdiff_t s = (ptrdiff_t)stride;
+    ptrdiff_t lo = x0 >= 0 ? 0 : (-x0 + s - 1) / s;
+    ptrdiff_t hi = x0 >= width ? 0 : (width - x0 + s - 1) / s;
+    return V_LANES(lo, hi);
+}
+
+static inline VEC NAME(activate)(locus_activation activation, VEC x)
+{
+    /* max(0, x) and min(6, x) return x where x is NaN. */
+    switch (activation) {
+    case LOCUS_ACTIVATION_RELU:
+        return V_MAX(V_ZERO(), x);
+    case LOCUS_ACTIVATION_RELU6:
+        return V_MIN(V_SET1((ELEM)6), V_MAX(V_ZERO(), x));
+    case LOCUS_ACTIVATION_NONE:
+        break;
+    }
+    return x;
+}
+
+/* The rows kernel with R, S and the stride as arguments: called with
+ * constants (3, 3, 1 or 2), the loops over taps unroll and the taps stay
+ * in registers. */
+static inline __attribute__((always_inline)) void
+NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *in,
+                const ELEM *taps, ELEM bias, ELEM *out, size_t p0, size_t p1,
+                const size_t R, const size_t S, const size_t stride)
+{
+    const ptrdiff_t W = (ptrdiff_t)g->width;
+    const size_t H = g->height, Q = g->out_w, dw = g->dilation_w;
+    VEC t[LOCUS__DEPTHWISE_MAX_TAPS];
+    for (size_t i = 0; i < R * S; i++)
+        t[i] = V_SET1(taps[i]);
+    const VEC b = V_SET1(bias);
+    /* Elements one tap's loads cover from lane 0's x on. */
+    const ptrdiff_t reach = stride == 1 ? LANES : 2 * LANES;
+    const ptrdiff_t last_tap = (ptrdiff_t)((S - 1) * dw);
+    for (size_t p = p0; p < p1; p++) {
+        /* The input rows of the taps, NULL in the padding. */
+        const ELEM *rows[LOCUS__DEPTHWISE_MAX_TAPS];
+        for (size_t r = 0; r < R; r++) {
+            size_t y = p * g->stride_h + r * g->dilation_h;
+            rows[r] = y >= g->pad_top && y - g->pad_top < H
+                          ? in + (y - g->pad_top) * (size_t)W
+                          : NULL;
+        }
+        ELEM *o = out + p * Q;
+        for (size_t q0 = 0; q0 < Q; q0 += LANES) {
+            ptrdiff_t xb = (ptrdiff_t)(q0 * stride) - (ptrdiff_t)g->pad_left;
+            VEC acc = b;
+            if (xb >= 0 && xb + last_tap + reach <= W) {
+                /* Interior: every lane of every tap inside the row. */
+                for (size_t r = 0; r < R; r++) {
+                    if (!rows[r])
+                        continue;
+                    for (size_t s = 0; s < S; s++)
+                        acc = V_FMA(NAME(tap_inputs)(rows[r],
+                                                     xb + (ptrdiff_t)(s * dw),
+                                                     W, stride, 1),
+                                    t[r * S + s], acc);
+                }
+            } else {
+                /* Border: the lanes whose tap falls in the padding keep
+                 * acc (the tap is skipped, as in the definition). */
+                for (size_t s = 0; s < S; s++) {
+                    ptrdiff_t x0 = xb + (ptrdiff_t)(s * dw);
+                    MASK m = NAME(lanes_inside)(x0, W, stride);
+                    for (size_t r = 0; r < R; r++) {
+                        if (!rows[r])
+                            continue;
+                        acc = V_MASK_FMA(
+                            acc, m, NAME(tap_inputs)(rows[r], x0, W, stride, 0),
+                            t[r * S + s]);
+                    }
+                }
+            }
+            acc = NAME(activate)(g->activation, acc);
+            if (q0 + LANES <= Q)
+                V_STOREU(o + q0, acc);
+            else
+                V_STORE_FIRST(o + q0, Q - q0, acc);
+        }
+    }
+}
+
+void NAME(locus__depthwise_rows)(const locus__depthwise_geometry *g,
+                                 const ELEM *in, const ELEM *taps, ELEM bias,
+                                 ELEM *out, size_t p0, size_t p1)
+{
+    size_t R = g->kernel_h, S = g->kernel_w;
+    if (R == 3 && S == 3 && g->stride_w == 1)
+        NAME(rows_body)(g, in, taps, bias, out, p0, p1, 3, 3, 1);
+    else if (R == 3 && S == 3)
+        NAME(rows_body)(g, in, taps, bias, out, p0, p1, 3, 3, 2);
+    else if (g->stride_w == 1)
+        NAME(rows_body)(g, in, taps, bias, out, p0, p1, R, S, 1);
+    else
+        NAME(rows_body)(g, in, taps, bias, out, p0, p1, R, S, 2);
+}
+
+/* [*t0, *t1): the taps t < taps whose coordinate o stride + t dilation -
+ * pad lies in [0, size) (an interval, as it grows with t). */
+static inline void NAME(taps_inside)(size_t o, size_t stride, size_t dilation,
+                                     size_t pad, size_t size, size_t taps,
+                                     size_t *t0, size_t *t1)
+{
+    size_t first = 0, base = o * stride;
+    while (first < taps && base + first * dilation < pad)
+        first++;
+    size_t end = first;
+    while (end < taps && base + end * dilation - pad < size)
+        end++;
+    *t0 = first;
+    *t1 = end;
+}
+
+void NAME(locus__depthwise_nhwc)(const locus__depthwise_geometry *g,
+                                 size_t channels, const ELEM *in,
+                                 const ELEM *taps, const ELEM *bias, ELEM *out,
+                                 size_t p0, size_t p1)
+{
+    const size_t C = channels, W = g->width, Q = g->out_w, S = g->kernel_w;
+    for (size_t p = p0; p < p1; p++) {
+        size_t r0, r1;
+        NAME(taps_inside)
+        (p, g->stride_h, g->dilation_h, g->pad_top, g->height, g->kernel_h, &r0,
+         &r1);
+        for (size_t q = 0; q < Q; q++) {
+            size_t s0, s1;
+            NAME(taps_inside)
+            (q, g->stride_w, g->dilation_w, g->pad_left, W, S, &s0, &s1);
+            ELEM *o = out + (p * Q + q) * C;
+            /* Tap (r, s)'s inputs: in + (at + r row + s column), the
+             * sum taken modulo 2^N (at wraps where the window starts in
+             * the padding; the taps read are inside). */
+            size_t at = (p * g->stride_h - g->pad_top) * W * C +
+                        (q * g->stride_w - g->pad_left) * C;
+            size_t row = g->dilation_h * W * C, column = g->dilation_w * C;
+            for (size_t c0 = 0; c0 < C; c0 += LANES) {
+                /* The channels' vectors in full, or their first n lanes
+                 * (none past the channels read). */
+                size_t n = C - c0 < LANES ? C - c0 : LANES;
+                MASK m = V_LANES(0, (ptrdiff_t)n);
+#define LOAD_CHANNELS(ptr)                                                     \
+    (n == LANES ? V_LOADU(ptr) : V_LOAD_MASKED((uintptr_t)(ptr), m))
+                VEC acc = bias ? LOAD_CHANNELS(bias + c0) : V_ZERO();
+                for (size_t r = r0; r < r1; r++)
+                    for (size_t s = s0; s < s1; s++)
+                        acc = V_FMA(LOAD_CHANNELS(
+                                        in + (at + r * row + s * column + c0)),
+                                    LOAD_CHANNELS(taps + (r * S + s) * C + c0),
+                                    acc);
+#undef LOAD_CHANNELS
+                acc = NAME(activate)(g->activation, acc);
+                if (n == LANES)
+                    V_STOREU(o + c0, acc);
+                else
+                    V_STORE_FIRST(o + c0, n, acc);
+            }
+        }
+    }
+}
