@@ -10,6 +10,7 @@
 #   pipeline  scripts/device/h200-pipeline.sh (#25 item 2)
 #   python  scripts/device/h200-python.sh (#26 item 3)
 #   net     bench conv --net on the cpu, batch 1 and 8 (#23)
+#   bandwidth  locus numa's read bandwidth and bench reduce's on the cpu (#24 item 5)
 #   sched   three bench sched runs (#25 item 1)
 # PARTS="f64 sched" picks some. $OUT/run2.log is the summary.
 set -u
@@ -31,7 +32,7 @@ done
 export PKG_CONFIG_PATH=/opt/deps/pc
 . "$root/scripts/device/gpu-env.sh"
 export PATH=/usr/local/cuda/bin:$PATH
-parts=${PARTS:-f64 overhead pipeline python net sched}
+parts=${PARTS:-f64 overhead pipeline python net bandwidth sched}
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release >/dev/null || { echo "setup failed" >&3; exit 1; }
@@ -89,6 +90,15 @@ if want net; then
             grep -iE "whole|ratio \(|not offered|FAIL" "$out/$name.txt" | head -4 >&3
         done
     done
+fi
+if want bandwidth && [ "$(left)" -gt 100 ]; then
+    echo "=== bandwidth after $(elapsed)" >&3
+    "$locus" numa | sed -n '/measured read bandwidth/,/^$/p' >&3
+    for dtype in f32 f64; do
+        timeout 40 "$locus" bench reduce --device cpu --dtype $dtype --size 256M \
+            --repeat 10 2>&1 | grep -E "^reduce" >&3
+    done
+    "$locus" numa | sed -n '/measured read bandwidth/,/^$/p' >&3
 fi
 if want sched && [ "$(left)" -gt 70 ]; then
     "$locus" calibrate >/dev/null 2>&1
