@@ -489,6 +489,7 @@ static const locus_backend cuda_backend = {
     .offers = cuda_offers,
     .conv2d_features = LOCUS_CONV_FEATURES_ALL,
     .conv2d_layer = locus__cuda_conv2d_layer_op,
+    .wrap = locus__cuda_wrap, /* no unwrap: a wrap holds nothing */
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void);

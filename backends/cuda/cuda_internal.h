@@ -100,6 +100,10 @@ locus_status locus__cuda_upload(void *state, size_t device, void *memory,
 locus_status locus__cuda_download(void *state, size_t device,
                                   const void *memory, void *host, size_t bytes,
                                   locus_op_context *op);
+/* Adopts the application's memory of the device: checked with
+ * cudaPointerGetAttributes, the handle is the pointer itself. */
+locus_status locus__cuda_wrap(void *state, size_t device, void *memory,
+                              size_t bytes, void **handle);
 /* Page-locks caller memory for every device (cudaHostRegister). */
 locus_status locus__cuda_pin(void *state, size_t device, void *host,
                              size_t bytes);

@@ -355,3 +355,95 @@ void locus__cuda_unpin(void *opaque, size_t index, void *host)
                              "cudaHostUnregister: %s", cudaGetErrorString(err));
     locus__cuda_end(device);
 }
+
+/* What CUDA says one address is, as a reason to refuse it; NULL when it
+ * is memory of CUDA device `ordinal`. */
+static const char *not_device_memory(const void *address, int ordinal,
+                                     char *why, size_t capacity)
+{
+    struct cudaPointerAttributes attributes;
+    cudaError_t err = cudaPointerGetAttributes(&attributes, address);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why, capacity, "CUDA does not know it (%s)",
+                 cudaGetErrorName(err));
+        return why;
+    }
+    switch (attributes.type) {
+    case cudaMemoryTypeDevice:
+        if (attributes.device == ordinal)
+            return NULL;
+        snprintf(why, capacity, "it is memory of CUDA device %d",
+                 attributes.device);
+        return why;
+    case cudaMemoryTypeHost:
+        return "it is pinned host memory: wrap it with locus_buffer_wrap";
+    case cudaMemoryTypeManaged:
+        return "it is managed memory (cudaMallocManaged): wrap it with "
+               "locus_buffer_wrap";
+    case cudaMemoryTypeUnregistered:
+    default:
+        return "it is host memory: wrap it with locus_buffer_wrap";
+    }
+}
+
+/* Locus's stream does not synchronize with the legacy default stream
+ * (cuda_backend.c), so it is made to wait, once, for the work queued there
+ * before the wrap: the application's kernels that wrote the memory (and
+ * a DLPack producer's, which orders its stream before stream 1, the one
+ * the Python binding asks for). Asynchronous: the host does not wait. */
+static locus_status wait_for_legacy_stream(const cuda_state *state,
+                                           size_t index, cuda_device *device)
+{
+    cudaEvent_t queued;
+    cudaError_t err = cudaEventCreateWithFlags(&queued, cudaEventDisableTiming);
+    if (err == cudaSuccess) {
+        err = cudaEventRecord(queued, cudaStreamLegacy);
+        if (err == cudaSuccess)
+            err = cudaStreamWaitEvent(device->stream, queued, 0);
+        (void)cudaEventDestroy(queued);
+    }
+    if (err != cudaSuccess)
+        return locus__cuda_fail(state, index, err,
+                                "ordering after the default stream's work");
+    return LOCUS_SUCCESS;
+}
+
+locus_status locus__cuda_wrap(void *opaque, size_t index, void *memory,
+                              size_t bytes, void **handle)
+{
+    cuda_state *state = opaque;
+    if (memory == NULL || handle == NULL || bytes == 0)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "wrap on cuda:%zu of %zu bytes at %p",
+                                     index, bytes, memory);
+    cuda_device *device = NULL;
+    locus_status status = locus__cuda_begin(state, index, &device);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    /* Both ends: an allocation of the device holds the whole range only
+     * when its first and last byte are that device's (CUDA gives no
+     * allocation's size through the runtime API). */
+    const char *last = (const char *)memory + bytes - 1;
+    char why[128];
+    const char *refused =
+        not_device_memory(memory, device->ordinal, why, sizeof why);
+    const char *where = "";
+    if (refused == NULL) {
+        refused = not_device_memory(last, device->ordinal, why, sizeof why);
+        where = "its last byte: ";
+    }
+    if (refused != NULL)
+        status = state->services->fail(
+            LOCUS_ERROR_INVALID_ARGUMENT,
+            "%zu bytes at %p are not memory of cuda:%zu (%s, CUDA device "
+            "%d): %s%s",
+            bytes, memory, index, device->name, device->ordinal, where,
+            refused);
+    else
+        status = wait_for_legacy_stream(state, index, device);
+    locus__cuda_end(device);
+    if (status == LOCUS_SUCCESS)
+        *handle = memory;
+    return status;
+}

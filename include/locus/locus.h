@@ -475,6 +475,43 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
  * is refused like the same buffer passed twice. */
 LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
                                          size_t bytes, locus_buffer **out);
+/* New in 0.4: adopt device memory the caller allocated on `device` (a
+ * cudaMalloc pointer, a PyTorch CUDA tensor's or a CuPy array's data);
+ * Locus never frees it, and it must outlive the buffer. That memory is
+ * the buffer's home, as the caller's array is a locus_buffer_wrap
+ * buffer's: ops on `device` use it in place, with no copy (the record's
+ * bytes_to_device and bytes_from_device stay 0), so between calls the
+ * caller may change it directly (its kernels, cudaMemcpy) for ops there.
+ * Everything else goes through the buffer's coherence rules: an op on
+ * another device, locus_buffer_read or a mapping copies it to a host copy
+ * Locus allocates at the first such need (and to the other device),
+ * refreshed only after Locus sees the content change (an op writing it,
+ * locus_buffer_write, a write mapping); to have them see a change made
+ * behind Locus's back, destroy the buffer and wrap the memory again.
+ * Results: the caller's device memory holds them when a call returns
+ * LOCUS_SUCCESS, wherever they were computed: an op that writes the
+ * buffer on another device (the CPU) copies its result there before it
+ * returns (counted in its record's bytes_to_device), locus_buffer_write
+ * copies the written data there, and locus_buffer_unmap a write
+ * mapping's. Should such a copy fail, the call returns the failure and
+ * the newest data stays where it is; a later op on the device, unmap or
+ * locus_buffer_destroy copies it (destroy logs a failure at warn level).
+ * Two wraps of overlapping memory of one device are one array to the ops
+ * (an output that overlaps an input is refused), as with
+ * locus_buffer_wrap. locus_buffer_query_pages and locus_buffer_migrate
+ * refuse such a buffer (LOCUS_ERROR_NOT_SUPPORTED): it has no NUMA pages.
+ * Errors: out, context, device or memory NULL (LOCUS_ERROR_NULL_ARGUMENT);
+ * bytes 0, a device of another context, or memory the device's backend
+ * says is not memory of that device (host memory, another device's,
+ * managed memory, a pointer unknown to the driver; the detail says which)
+ * LOCUS_ERROR_INVALID_ARGUMENT; a device whose backend cannot adopt memory
+ * it did not allocate (the CPU, which computes on host memory: use
+ * locus_buffer_wrap; OpenCL, whose buffers are objects, not pointers)
+ * LOCUS_ERROR_NOT_SUPPORTED. */
+LOCUS_API locus_status locus_buffer_wrap_device(locus_context *context,
+                                                locus_device *device,
+                                                void *memory, size_t bytes,
+                                                locus_buffer **out);
 /* Waits for ops on the buffer, copies a wrapped buffer's newest data to the
  * caller's memory if a device holds it alone (see locus_buffer_wrap),
  * frees device copies, and the host memory if Locus allocated it. */

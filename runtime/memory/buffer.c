@@ -1,6 +1,7 @@
 #include "buffer.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,75 @@ LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
     return LOCUS_SUCCESS;
 }
 
+/* A table built against a header before wrap was appended ends before it. */
+static bool backend_can_wrap(const locus_backend *table)
+{
+    return table->struct_size >=
+               offsetof(locus_backend, unwrap) + sizeof table->unwrap &&
+           table->wrap;
+}
+
+LOCUS_API locus_status locus_buffer_wrap_device(locus_context *context,
+                                                locus_device *device,
+                                                void *memory, size_t bytes,
+                                                locus_buffer **out)
+{
+    locus__clear_error();
+    if (!out)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!context || !device || !memory)
+        return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "%s is NULL",
+                           !context  ? "context"
+                           : !device ? "device"
+                                     : "memory");
+    if (device->context != context)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "device %s belongs to another context",
+                           device->info.selector);
+    if (bytes == 0)
+        return locus__fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                           "wrapping 0 bytes of device memory");
+    if ((uintptr_t)memory > UINTPTR_MAX - bytes)
+        return locus__fail(LOCUS_ERROR_SIZE_OVERFLOW,
+                           "%zu bytes at %p run past the address space", bytes,
+                           memory);
+    const locus_backend *table = device->backend->table;
+    if (table->host_memory)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "%s computes on host memory: wrap host memory "
+                           "with locus_buffer_wrap",
+                           device->info.selector);
+    if (!backend_can_wrap(table))
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "the %s backend cannot adopt device memory it did "
+                           "not allocate (%s); copy the data into a buffer "
+                           "with locus_buffer_write instead",
+                           table->name, device->info.selector);
+    locus_buffer *buffer = NULL;
+    locus_status status = new_buffer(context, bytes, &buffer);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    void *handle = NULL;
+    status = table->wrap(device->backend->state, device->index_in_backend,
+                         memory, bytes, &handle);
+    if (status == LOCUS_SUCCESS && !handle)
+        status = locus__fail(LOCUS_ERROR_BACKEND,
+                             "the %s backend wrapped %p and gave no handle",
+                             table->name, memory);
+    if (status != LOCUS_SUCCESS) {
+        delete_buffer(buffer);
+        return status;
+    }
+    buffer->wrapped = true;
+    buffer->home_device = device;
+    buffer->home_memory = memory;
+    buffer->device_memory[device->ordinal] = handle;
+    buffer->valid = copy_bit(device);
+    *out = buffer;
+    return LOCUS_SUCCESS;
+}
+
 static void free_device_copies(locus_buffer *buffer)
 {
     locus_context *context = buffer->context;
@@ -127,24 +197,30 @@ static void free_device_copies(locus_buffer *buffer)
         if (!buffer->device_memory[d])
             continue;
         const locus_device *device = &context->devices[d];
-        device->backend->table->free(device->backend->state,
-                                     device->index_in_backend,
-                                     buffer->device_memory[d]);
+        const locus_backend *table = device->backend->table;
+        if (device == buffer->home_device) {
+            if (table->unwrap)
+                table->unwrap(device->backend->state, device->index_in_backend,
+                              buffer->device_memory[d]);
+        } else {
+            table->free(device->backend->state, device->index_in_backend,
+                        buffer->device_memory[d]);
+        }
         buffer->device_memory[d] = NULL;
     }
 }
 
-static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op);
+static locus_status sync_home(locus_buffer *buffer, locus_op_context *op);
 
-/* The last safety net of a wrapped buffer: a device copy newer than the
- * caller's memory (its write-back after the op failed) goes there before
- * the copies are freed. A failure now has no caller to return to. */
+/* The last safety net of a wrapped buffer: a copy newer than the caller's
+ * memory (its write-back after the op failed) goes there before the copies
+ * are freed. A failure now has no caller to return to. */
 static void flush_wrapped(locus_buffer *buffer)
 {
-    if (!buffer->wrapped || (buffer->valid & LOCUS__HOST_COPY))
+    if (!buffer->wrapped)
         return;
     pthread_mutex_lock(&buffer->state_lock);
-    locus_status status = refresh_host(buffer, NULL);
+    locus_status status = sync_home(buffer, NULL);
     pthread_mutex_unlock(&buffer->state_lock);
     if (status != LOCUS_SUCCESS)
         locus__log(buffer->context, LOCUS_LOG_WARN,
@@ -167,7 +243,7 @@ LOCUS_API void locus_buffer_destroy(locus_buffer *buffer)
         device->backend->table->unpin(device->backend->state,
                                       device->index_in_backend, buffer->host);
     }
-    if (!buffer->wrapped)
+    if (!buffer->wrapped || (buffer->home_device && buffer->host))
         locus__host_free(&buffer->memory);
     pthread_rwlock_unlock(&buffer->use_lock);
     delete_buffer(buffer);
@@ -189,7 +265,7 @@ LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
 static void pin_for(locus_buffer *buffer, const locus_device *device)
 {
     const locus_backend *table = device->backend->table;
-    if (buffer->pinned_by || buffer->pin_refused ||
+    if (!buffer->host || buffer->pinned_by || buffer->pin_refused ||
         buffer->bytes < LOCUS__PIN_MIN_BYTES || !table->pin || !table->unpin)
         return;
     if (table->pin(device->backend->state, device->index_in_backend,
@@ -212,9 +288,38 @@ void locus__buffer_pin_for(locus_buffer *buffer, const locus_device *device)
     pthread_mutex_unlock(&buffer->state_lock);
 }
 
+/* With state_lock held: the host copy of wrapped device memory, made at
+ * its first need. Not placed (LOCUS_PLACE_OFF): the download that fills
+ * it first-touches it from the calling thread, and a placement policy's
+ * touch on the worker pool is not to be run from under a buffer's lock. */
+static locus_status ensure_host(locus_buffer *buffer)
+{
+    if (buffer->host)
+        return LOCUS_SUCCESS;
+    locus_context *context = buffer->context;
+    locus_placement plain;
+    locus_placement_init(&plain);
+    plain.policy = LOCUS_PLACE_OFF;
+    locus_status status =
+        locus__host_alloc(&context->topology, context->pool, buffer->bytes,
+                          &plain, &buffer->memory);
+    if (status != LOCUS_SUCCESS)
+        return locus__fail(status,
+                           "the host copy of %zu bytes of wrapped device "
+                           "memory of %s: %s",
+                           buffer->bytes, buffer->home_device->info.selector,
+                           locus_last_error());
+    buffer->host = buffer->memory.base;
+    locus__page_map_init(&buffer->page_map, buffer->host, buffer->bytes);
+    return LOCUS_SUCCESS;
+}
+
 /* With state_lock held: brings the host copy up to date from a device. */
 static locus_status refresh_host(locus_buffer *buffer, locus_op_context *op)
 {
+    locus_status made = ensure_host(buffer);
+    if (made != LOCUS_SUCCESS)
+        return made;
     if (buffer->valid & LOCUS__HOST_COPY)
         return LOCUS_SUCCESS;
     locus_context *context = buffer->context;
@@ -255,8 +360,8 @@ locus_status locus__buffer_acquire(locus_buffer *buffer,
         locus__buffer_prepare_for(buffer, device, op);
     uint64_t bit = copy_bit(device);
     if (bit == LOCUS__HOST_COPY) {
-        if (access & LOCUS__READ)
-            status = refresh_host(buffer, op);
+        status = access & LOCUS__READ ? refresh_host(buffer, op)
+                                      : ensure_host(buffer);
         *memory = buffer->host;
         goto unlock;
     }
@@ -308,19 +413,54 @@ void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device)
 /* A C caller that wraps its array expects the array to hold the result
  * when the op returns, as with any BLAS; a placed buffer is read through
  * locus_buffer_read or a mapping, which copy then. */
+/* With state_lock held: the caller's memory of a wrapped buffer made
+ * current, from the host copy or through it. */
+static locus_status sync_home(locus_buffer *buffer, locus_op_context *op)
+{
+    const locus_device *home = buffer->home_device;
+    if (!home)
+        return refresh_host(buffer, op);
+    uint64_t bit = copy_bit(home);
+    if (buffer->valid & bit)
+        return LOCUS_SUCCESS;
+    locus_status status = refresh_host(buffer, op);
+    if (status == LOCUS_SUCCESS)
+        pin_for(buffer, home);
+    if (status == LOCUS_SUCCESS)
+        status =
+            locus__device_upload(home, buffer->device_memory[home->ordinal],
+                                 buffer->host, buffer->bytes, op);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    locus__account_transfer(op, buffer->host, buffer->bytes,
+                            home->info.nearest_numa_mask);
+    buffer->valid |= bit;
+    return LOCUS_SUCCESS;
+}
+
 locus_status locus__buffer_write_back(locus_buffer *buffer,
                                       locus_op_context *op)
 {
     if (!buffer->wrapped)
         return LOCUS_SUCCESS;
     pthread_mutex_lock(&buffer->state_lock);
-    locus_status status = refresh_host(buffer, op);
+    locus_status status = sync_home(buffer, op);
     pthread_mutex_unlock(&buffer->state_lock);
     return status;
 }
 
 bool locus__buffers_overlap(const locus_buffer *a, const locus_buffer *b)
 {
+    if (a == b)
+        return true;
+    if (a->home_device || b->home_device) {
+        /* Device memory overlaps only memory of the same device; host
+         * copies are Locus's own and overlap nothing. */
+        uintptr_t a_at = (uintptr_t)a->home_memory;
+        uintptr_t b_at = (uintptr_t)b->home_memory;
+        return a->home_device == b->home_device && a_at < b_at + b->bytes &&
+               b_at < a_at + a->bytes;
+    }
     uintptr_t a_begin = (uintptr_t)a->host, b_begin = (uintptr_t)b->host;
     /* Wraps are checked against the end of the address space. */
     return a == b ||
@@ -360,10 +500,15 @@ LOCUS_API locus_status locus_buffer_write(locus_buffer *buffer, size_t offset,
         /* A partial write keeps the rest of the current data. */
         if (offset != 0 || bytes != buffer->bytes)
             status = refresh_host(buffer, NULL);
+        else
+            status = ensure_host(buffer);
         if (status == LOCUS_SUCCESS) {
             memcpy((unsigned char *)buffer->host + offset, source, bytes);
             buffer->valid = LOCUS__HOST_COPY;
             buffer->version++;
+            /* Wrapped device memory holds what was written on return, as a
+             * wrapped array does. */
+            status = sync_home(buffer, NULL);
         }
     }
     pthread_mutex_unlock(&buffer->state_lock);
@@ -437,8 +582,10 @@ LOCUS_API locus_status locus_buffer_unmap(locus_buffer *buffer)
     if (!buffer->mapped)
         status =
             locus__fail(LOCUS_ERROR_INVALID_ARGUMENT, "buffer is not mapped");
-    else if (buffer->map_mode & LOCUS_MAP_WRITE)
+    else if (buffer->map_mode & LOCUS_MAP_WRITE) {
         buffer->version++; /* the writes through the mapping are done */
+        status = sync_home(buffer, NULL);
+    }
     buffer->mapped = false;
     pthread_mutex_unlock(&buffer->state_lock);
     return status;
@@ -456,5 +603,10 @@ LOCUS_API locus_status locus_buffer_query_pages(locus_buffer *buffer,
                            "report struct_size %zu: call "
                            "locus_page_report_init first",
                            report->struct_size);
+    if (buffer->home_device)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "the buffer wraps device memory of %s: it has no "
+                           "NUMA pages",
+                           buffer->home_device->info.selector);
     return locus__query_pages(buffer->host, buffer->bytes, 0, report);
 }

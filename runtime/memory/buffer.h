@@ -53,6 +53,15 @@ struct locus_buffer {
     locus__page_map page_map;
     /* LOCUS_PLACE_NEXT_TOUCH and not yet moved (under state_lock). */
     bool next_touch_pending;
+    /* locus_buffer_wrap_device: the device whose memory, the caller's, is
+     * the buffer's home (NULL: the home is the host copy). Its slot of
+     * device_memory holds the backend's handle of that memory, given back
+     * with unwrap, never freed; home_memory is the caller's pointer, for
+     * the overlap check. host is then a copy Locus allocates (memory) at
+     * the first need, NULL until then. wrapped is set too: the content
+     * may change behind Locus's back, so it has no content key. */
+    const locus_device *home_device;
+    void *home_memory;
 };
 
 typedef enum locus__access {
@@ -81,11 +90,12 @@ void locus__buffer_failed_on(locus_buffer *buffer, const locus_device *device);
 /* After an op wrote the buffer on `device`: that copy alone is current. */
 void locus__buffer_written_on(locus_buffer *buffer, const locus_device *device);
 /* With use_lock held, after locus__buffer_written_on: a wrapped buffer's
- * result is copied to the caller's memory when the host copy is stale (the
- * op wrote it on a device with its own memory), counted in op's record;
- * both copies are then current. Nothing to do for a placed buffer, whose
- * results stay where they were computed until read. On failure the
- * device's copy stays the current one. */
+ * result is copied to the caller's memory when that copy is stale (the
+ * op wrote it on a device with its own memory, or, for wrapped device
+ * memory, anywhere but that device), counted in op's record; both copies
+ * are then current. Nothing to do for a placed buffer, whose results stay
+ * where they were computed until read. On failure the copy the op wrote
+ * stays the current one. */
 locus_status locus__buffer_write_back(locus_buffer *buffer,
                                       locus_op_context *op);
 /* With state_lock held, from locus__buffer_acquire: a next-touch buffer

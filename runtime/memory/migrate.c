@@ -143,6 +143,11 @@ LOCUS_API locus_status locus_buffer_migrate(locus_buffer *buffer, int node)
     locus__clear_error();
     if (!buffer)
         return locus__fail(LOCUS_ERROR_NULL_ARGUMENT, "buffer is NULL");
+    if (buffer->home_device)
+        return locus__fail(LOCUS_ERROR_NOT_SUPPORTED,
+                           "the buffer wraps device memory of %s: it has no "
+                           "NUMA pages to move",
+                           buffer->home_device->info.selector);
     locus_context *context = buffer->context;
     const locus__topology *topology = &context->topology;
     if (node < 0 || locus__topology_node_position(topology, node) < 0)

@@ -2,6 +2,7 @@
  * the tests watch coherence (which copies move, and when) on machines with
  * no GPU. It counts every upload and download, and can be told to fail the
  * next allocation or copy. Its ops are plain loops. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,24 @@ static void release(void *state, size_t device, void *memory)
 {
     (void)state, (void)device;
     free(memory);
+}
+
+/* Wrapped device memory: the fake's own is heap memory, so it takes any
+ * 256-byte aligned pointer (cudaMalloc's alignment) as its own and
+ * refuses others, as CUDA refuses host memory. No unwrap: the runtime must
+ * never free() wrapped memory, which the tests then free themselves (a
+ * double free shows under valgrind and the sanitizers, and in glibc). */
+static locus_status wrap(void *state, size_t device, void *memory, size_t bytes,
+                         void **handle)
+{
+    fake_state *fake = state;
+    if ((uintptr_t)memory % 256 != 0)
+        return fake->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                    "%zu bytes at %p are not memory of fake "
+                                    "device %zu (not 256-byte aligned)",
+                                    bytes, memory, device);
+    *handle = memory;
+    return LOCUS_SUCCESS;
 }
 
 static int copy_fails(void)
@@ -248,6 +267,7 @@ static const locus_backend table = {
     .conv2d = conv2d,
     .selector_parts = LOCUS_SELECTOR_INDEX, /* cuda:N, as the real one */
     .nominal_rates = nominal_rates,
+    .wrap = wrap,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void)
