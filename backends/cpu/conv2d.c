@@ -165,6 +165,7 @@ locus_status locus__cpu_conv2d_fused(void *state, size_t device,
                               desc->batch, desc->in_channels,
                               desc->out_channels);
 
+    locus__cpu_conv_flatten_1x1(&problem);
     locus_conv_algorithm algorithm = desc->algorithm;
     if (algorithm == LOCUS_CONV_AUTO)
         algorithm = f64 ? LOCUS_CONV_IM2COL : choose(&problem);

@@ -57,6 +57,7 @@ static void check(const char *isa, const conv_case *cc, int workers)
     locus__cpu_state state;
     locus__conv_problem pr = test_conv_problem(cc, isa, workers, &state);
     state.services = &services;
+    locus__cpu_conv_flatten_1x1(&pr); /* as locus__cpu_conv2d does */
     size_t *loads = calloc((size_t)workers, sizeof *loads);
     if (!TEST_EXPECT(loads != NULL, "out of memory"))
         return;
