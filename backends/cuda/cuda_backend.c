@@ -261,6 +261,7 @@ static void cuda_fini(void *opaque)
     if (state == NULL)
         return;
     for (size_t i = 0; i < state->count; i++) {
+        locus__cuda_release_prefetch(state, i);
         locus__cuda_release(state, i);
         pthread_mutex_destroy(&state->devices[i].lock);
     }
@@ -489,6 +490,8 @@ static const locus_backend cuda_backend = {
     .offers = cuda_offers,
     .conv2d_features = LOCUS_CONV_FEATURES_ALL,
     .conv2d_layer = locus__cuda_conv2d_layer_op,
+    .prefetch = locus__cuda_prefetch,
+    .prefetch_wait = locus__cuda_prefetch_wait,
     .wrap = locus__cuda_wrap, /* no unwrap: a wrap holds nothing */
 };
 

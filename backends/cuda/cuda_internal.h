@@ -20,6 +20,9 @@
 #define LOCUS_CUDA_STAGING_SLOTS 2
 #define LOCUS_CUDA_STAGING_CHUNK ((size_t)8 << 20)
 
+/* A device's stream, staging and lock for prefetches (cuda_prefetch.c). */
+typedef struct cuda_copy_engine cuda_copy_engine;
+
 typedef struct cuda_device {
     int ordinal; /* for cudaSetDevice; devices Locus skips leave gaps */
     char name[128];
@@ -49,6 +52,8 @@ typedef struct cuda_device {
     double *result_mapped;  /* its device address; NULL: copy it instead */
     void *workspace;        /* device, grown as ops need, kept */
     size_t workspace_bytes; /* its size */
+    /* Made at first prefetch under the engines' own lock, not this one. */
+    cuda_copy_engine *copy_engine;
 } cuda_device;
 
 typedef struct cuda_state {
@@ -104,6 +109,14 @@ locus_status locus__cuda_download(void *state, size_t device,
  * cudaPointerGetAttributes, the handle is the pointer itself. */
 locus_status locus__cuda_wrap(void *state, size_t device, void *memory,
                               size_t bytes, void **handle);
+/* Uploads beside the ops, on a stream of their own (cuda_prefetch.c). */
+locus_status locus__cuda_prefetch(void *state, size_t device, void *memory,
+                                  const void *host, size_t bytes,
+                                  void **ticket);
+locus_status locus__cuda_prefetch_wait(void *state, size_t device,
+                                       void *ticket);
+/* Frees the device's copy engine, if made; at fini. */
+void locus__cuda_release_prefetch(const cuda_state *state, size_t device);
 /* Page-locks caller memory for every device (cudaHostRegister). */
 locus_status locus__cuda_pin(void *state, size_t device, void *host,
                              size_t bytes);
