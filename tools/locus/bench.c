@@ -29,6 +29,9 @@ void bench_usage(FILE *out)
         "                                      at once; see --help there)\n"
         "       locus bench first-op [options] (a new process's first op;\n"
         "                                      see --help there)\n"
+        "       locus bench pipeline [options] (gemms from the host through\n"
+        "                                      one queue, uploads overlapped\n"
+        "                                      or not; see --help there)\n"
 
         "\n"
         "Runs a kernel over a range of sizes, checks each result against a\n"
@@ -642,6 +645,8 @@ int bench_command(int argc, char **argv)
         return bench_split_command(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "first-op") == 0)
         return bench_first_op_command(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "pipeline") == 0)
+        return bench_pipeline_command(argc - 1, argv + 1);
     if (bench_net_requested(argc, argv))
         return bench_net_command(argc, argv);
     bench_request *request = xmalloc(sizeof(*request));

@@ -279,4 +279,9 @@ void bench_best_and_median(double *times, size_t count, double *best,
 int bench_split_command(int argc, char **argv);
 void bench_split_usage(FILE *out);
 
+/* `locus bench pipeline` (bench_pipeline.c): gemms from the host through
+ * one queue, with its overlapped uploads on and off. */
+int bench_pipeline_command(int argc, char **argv);
+void bench_pipeline_usage(FILE *out);
+
 #endif
