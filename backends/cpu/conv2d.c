@@ -23,6 +23,11 @@
  * it is picked there when its workspace is smaller than im2col's, and
  * im2col otherwise (1x1 layers, which im2col reads in place).
  *
+ * A conv layer's bias and activation (locus__cpu_conv2d_fused, from
+ * conv_layer.c) ride along in the problem: the implicit GEMM and the
+ * direct kernel apply them as they store the output; the other
+ * algorithms leave them to the caller's epilogue pass.
+ *
  * f64 has im2col alone (the f64 DGEMM's tile, conv_gemm.h): `auto` takes
  * it, and MEC or the implicit GEMM asked for by name in f64 is
  * LOCUS_ERROR_NOT_SUPPORTED (offers says 0 for them, so the scheduler never
