@@ -213,16 +213,17 @@ locus_status locus__cpu_layer_depthwise(const locus__conv_layer *l)
         transpose_taps(l, taps);
         job.taps = taps;
     }
-    /* The vector kernels do a layer's R S multiply-adds an output at about
-     * a GEMM's rate where the rows fill their vectors, so the GEMM's
-     * inline threshold holds for them; the portable kernel's short rows
-     * run an order of magnitude slower, so it stays on the calling thread
-     * only for a sixteenth of that work. */
+    /* The inline threshold is a GEMM's: work its rate finishes before the
+     * workers would wake. The vector kernels run a few times below that
+     * rate (one multiply-add per tap and load, short rows at the deep
+     * layers), the portable kernel an order of magnitude below it: they
+     * stay on the calling thread only for a quarter and a sixteenth of
+     * that work. */
     double flops = 2.0 * (double)l->batch * (double)l->out_channels *
                    (double)l->out_h * (double)l->out_w *
                    (double)(l->kernel_h * l->kernel_w);
     int vector = nhwc || job.vector_rows;
-    int tiny = flops < LOCUS__CPU_INLINE_FLOPS / (vector ? 1 : 16);
+    int tiny = flops < LOCUS__CPU_INLINE_FLOPS / (vector ? 4 : 16);
     locus_status status =
         locus__cpu_run(s, l->node, tiny, depthwise_worker, &job);
     if (taps)

@@ -74,6 +74,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_MASK_FMA(acc, m, a, b)                                               \
     _mm256_blendv_ps(acc, _mm256_fmadd_ps(a, b, acc), _mm256_castsi256_ps(m))
 #define V_STORE_FIRST(p, n, v) store_first_f32(p, n, v)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_MAX(a, b) _mm256_max_ps(a, b)
 #define V_MIN(a, b) _mm256_min_ps(a, b)
 #define V_EVENS(lo, hi) evens_f32(lo, hi)
@@ -92,6 +93,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #undef V_FMA
 #undef V_MASK_FMA
 #undef V_STORE_FIRST
+#undef V_ADD
 #undef V_MAX
 #undef V_MIN
 #undef V_EVENS
@@ -111,6 +113,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_MASK_FMA(acc, m, a, b)                                               \
     _mm256_blendv_pd(acc, _mm256_fmadd_pd(a, b, acc), _mm256_castsi256_pd(m))
 #define V_STORE_FIRST(p, n, v) store_first_f64(p, n, v)
+#define V_ADD(a, b) _mm256_add_pd(a, b)
 #define V_MAX(a, b) _mm256_max_pd(a, b)
 #define V_MIN(a, b) _mm256_min_pd(a, b)
 #define V_EVENS(lo, hi) evens_f64(lo, hi)

@@ -40,6 +40,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #define V_MASK_FMA(acc, m, a, b) _mm512_mask3_fmadd_ps(a, b, acc, m)
 #define V_STORE_FIRST(p, n, v)                                                 \
     _mm512_mask_storeu_ps(p, lanes16(0, (ptrdiff_t)(n)), v)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_MAX(a, b) _mm512_max_ps(a, b)
 #define V_MIN(a, b) _mm512_min_ps(a, b)
 #define V_EVENS(lo, hi)                                                        \
@@ -62,6 +63,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #undef V_FMA
 #undef V_MASK_FMA
 #undef V_STORE_FIRST
+#undef V_ADD
 #undef V_MAX
 #undef V_MIN
 #undef V_EVENS
@@ -81,6 +83,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #define V_MASK_FMA(acc, m, a, b) _mm512_mask3_fmadd_pd(a, b, acc, m)
 #define V_STORE_FIRST(p, n, v)                                                 \
     _mm512_mask_storeu_pd(p, lanes8(0, (ptrdiff_t)(n)), v)
+#define V_ADD(a, b) _mm512_add_pd(a, b)
 #define V_MAX(a, b) _mm512_max_pd(a, b)
 #define V_MIN(a, b) _mm512_min_pd(a, b)
 #define V_EVENS(lo, hi)                                                        \

@@ -10,12 +10,13 @@
  *                                 (an integer: lane 0 may lie outside the
  *                                 row), the others zero and never read
  *   V_FMA(a, b, c)                a b + c
+ *   V_ADD(a, b)                   a + b
  *   V_MASK_FMA(acc, m, a, b)      a b + acc in the lanes of m, acc in the
  *                                 others
  *   V_STORE_FIRST(p, n, v)        the first n (< LANES) lanes of v to p
  *   V_MAX(a, b), V_MIN(a, b)      b where either is NaN
  *   V_EVENS(lo, hi)               lanes 0, 2, 4, ... of lo then of hi
- * Sums run in ELEM from the bias, one multiply-add per tap. */
+ * Sums run in ELEM, one multiply-add per tap. */
 
 #include <stdint.h>
 
@@ -67,6 +68,32 @@ static inline VEC NAME(activate)(locus_activation activation, VEC x)
     return x;
 }
 
+/* A border chunk's masks for one tap column: the lanes loaded from the
+ * row (lo; stride 2: lo and hi, the two loads deinterleaved) and the
+ * output lanes whose tap lies inside it (fma). */
+typedef struct NAME(border) {
+    MASK fma, lo, hi;
+} NAME(border);
+
+static inline NAME(border)
+    NAME(border_of)(ptrdiff_t x0, ptrdiff_t width, size_t stride)
+{
+    NAME(border) b;
+    b.fma = NAME(lanes_inside)(x0, width, stride);
+    b.lo = V_LANES(-x0, width - x0);
+    b.hi = V_LANES(-x0 - LANES, width - x0 - LANES);
+    return b;
+}
+
+static inline VEC NAME(load_masked)(const ELEM *row, ptrdiff_t x0, MASK m)
+{
+    return V_LOAD_MASKED((uintptr_t)row + (uintptr_t)x0 * sizeof(ELEM), m);
+}
+
+/* Border masks of this many (chunk, tap column) pairs are computed once
+ * per call; past it (very wide rows), per chunk. */
+#define BORDER_TABLE 64
+
 /* The rows kernel with R, S and the stride as arguments: called with
  * constants (3, 3, 1 or 2), the loops over taps unroll and the taps stay
  * in registers. */
@@ -84,6 +111,18 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *in,
     /* Elements one tap's loads cover from lane 0's x on. */
     const ptrdiff_t reach = stride == 1 ? LANES : 2 * LANES;
     const ptrdiff_t last_tap = (ptrdiff_t)((S - 1) * dw);
+    const size_t chunks = (Q + LANES - 1) / LANES;
+    /* The masks depend on the chunk and the tap column only: the same for
+     * every row. */
+    NAME(border) table[BORDER_TABLE];
+    const int tabled = chunks * S <= BORDER_TABLE;
+    if (tabled)
+        for (size_t j = 0; j < chunks; j++)
+            for (size_t s = 0; s < S; s++)
+                table[j * S + s] =
+                    NAME(border_of)((ptrdiff_t)(j * LANES * stride + s * dw) -
+                                        (ptrdiff_t)g->pad_left,
+                                    W, stride);
     for (size_t p = p0; p < p1; p++) {
         /* The input rows of the taps, NULL in the padding. */
         const ELEM *rows[LOCUS__DEPTHWISE_MAX_TAPS];
@@ -94,36 +133,46 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *in,
                           : NULL;
         }
         ELEM *o = out + p * Q;
-        for (size_t q0 = 0; q0 < Q; q0 += LANES) {
+        for (size_t j = 0; j < chunks; j++) {
+            size_t q0 = j * LANES;
             ptrdiff_t xb = (ptrdiff_t)(q0 * stride) - (ptrdiff_t)g->pad_left;
-            VEC acc = b;
+            /* Three sums (tap rows r mod 3), so that a chunk's chain of
+             * dependent multiply-adds is S long rather than R S. */
+            VEC a[3] = {b, V_ZERO(), V_ZERO()};
             if (xb >= 0 && xb + last_tap + reach <= W) {
                 /* Interior: every lane of every tap inside the row. */
                 for (size_t r = 0; r < R; r++) {
                     if (!rows[r])
                         continue;
                     for (size_t s = 0; s < S; s++)
-                        acc = V_FMA(NAME(tap_inputs)(rows[r],
-                                                     xb + (ptrdiff_t)(s * dw),
-                                                     W, stride, 1),
-                                    t[r * S + s], acc);
+                        a[r % 3] = V_FMA(
+                            NAME(tap_inputs)(rows[r], xb + (ptrdiff_t)(s * dw),
+                                             W, stride, 1),
+                            t[r * S + s], a[r % 3]);
                 }
             } else {
                 /* Border: the lanes whose tap falls in the padding keep
                  * acc (the tap is skipped, as in the definition). */
                 for (size_t s = 0; s < S; s++) {
                     ptrdiff_t x0 = xb + (ptrdiff_t)(s * dw);
-                    MASK m = NAME(lanes_inside)(x0, W, stride);
+                    NAME(border)
+                    m = tabled ? table[j * S + s]
+                               : NAME(border_of)(x0, W, stride);
                     for (size_t r = 0; r < R; r++) {
                         if (!rows[r])
                             continue;
-                        acc = V_MASK_FMA(
-                            acc, m, NAME(tap_inputs)(rows[r], x0, W, stride, 0),
-                            t[r * S + s]);
+                        VEC v =
+                            stride == 1
+                                ? NAME(load_masked)(rows[r], x0, m.lo)
+                                : V_EVENS(NAME(load_masked)(rows[r], x0, m.lo),
+                                          NAME(load_masked)(rows[r], x0 + LANES,
+                                                            m.hi));
+                        a[r % 3] = V_MASK_FMA(a[r % 3], m.fma, v, t[r * S + s]);
                     }
                 }
             }
-            acc = NAME(activate)(g->activation, acc);
+            VEC acc =
+                NAME(activate)(g->activation, V_ADD(V_ADD(a[0], a[1]), a[2]));
             if (q0 + LANES <= Q)
                 V_STOREU(o + q0, acc);
             else
