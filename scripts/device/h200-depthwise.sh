@@ -36,8 +36,9 @@ ninja -C "$build" tools/locus tests/cpu/test_cpu_depthwise \
     { ninja -C "$build" 2>&1 | tail -30; exit 1; }
 locus="$build/tools/locus"
 for t in test_cpu_depthwise test_cpu_conv_layer; do
-    timeout 120 "$build/tests/cpu/$t" | tail -3
+    timeout 120 "$build/tests/cpu/$t" >"$out/$t.txt" 2>&1
     echo "$t exit $?"
+    tail -3 "$out/$t.txt"
 done
 "$locus" numa 2>&1 | sed -n '/measured read bandwidth/,/^$/p'
 
