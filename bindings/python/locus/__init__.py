@@ -1,5 +1,6 @@
 """Locus from Python: contexts, devices and the reduce, gemm and conv2d
-ops on numpy arrays (and DLPack objects on the host), used in place.
+ops on numpy arrays and DLPack objects (on the host, or CUDA tensors and
+arrays on their GPU), used in place.
 
     import numpy as np, locus
     with locus.Context() as ctx:
@@ -19,7 +20,8 @@ import threading
 import numpy as np
 
 from . import _lib
-from ._arrays import DTYPES, Matrix, Wrapped, as_array
+from ._arrays import (DTYPES, DeviceArray, Matrix, Wrapped, as_array,
+                      contiguous, new_like)
 from ._lib import Error, STATUS_NAMES, error_for, library_path
 
 __all__ = ["Context", "Device", "Error", "version", "library_path"]
@@ -215,6 +217,38 @@ class Context:
                            "selector string")
         return device._handle
 
+    def _cuda_device(self, ordinal, what):
+        """The handle of this context's cuda:<ordinal>, for a CUDA array
+        on that device (Locus numbers CUDA devices as CUDA does, unless
+        it skipped one: then the wrap's own check says the memory is
+        another device's)."""
+        selector = f"cuda:{ordinal}"
+        for device in self.devices:
+            if device.selector == selector:
+                return device._handle
+        raise _lib.binding_error(
+            "LOCUS_ERROR_DEVICE_UNAVAILABLE",
+            f"{what}: a CUDA array on device {ordinal}, but this context "
+            f"has no {selector} (devices: "
+            f"{', '.join(d.selector for d in self.devices)}; is the cuda "
+            "backend loaded? LOCUS_PLUGIN_PATH, docs/PYTHON.md)")
+
+    def _device_for(self, device, arrays, what):
+        """The op's device: the caller's, else the CUDA device of its CUDA
+        arrays (all on one), else None (the scheduler's choice)."""
+        ordinals = {a.ordinal for a in arrays if isinstance(a, DeviceArray)}
+        if len(ordinals) > 1:
+            raise _invalid(f"{what}: CUDA arrays on devices "
+                           f"{sorted(ordinals)}; an op takes one device")
+        if device is None and ordinals:
+            return self._cuda_device(ordinals.pop(), what)
+        return self._device_handle(device)
+
+    def _wrap(self, context, array, address, nbytes, what):
+        device = (self._cuda_device(array.ordinal, what)
+                  if isinstance(array, DeviceArray) else None)
+        return Wrapped(context, address, nbytes, what, device)
+
     # ---------------------------------------------------------- records
 
     @property
@@ -245,9 +279,7 @@ class Context:
         A non-contiguous x is copied first (docs/PYTHON.md)."""
         if op not in _REDUCE_OPS:
             raise _invalid(f"reduce: unknown op {op!r} (sum, min, max)")
-        array = as_array(x, "reduce: x")
-        if not array.flags.c_contiguous:
-            array = np.ascontiguousarray(array)
+        array = contiguous(as_array(x, "reduce: x"), "reduce: x")
         desc = _lib.ReduceDesc()
         _lib.lib.locus_reduce_desc_init(ctypes.byref(desc))
         desc.dtype = DTYPES[array.dtype]
@@ -255,10 +287,12 @@ class Context:
         desc.count = array.size
         desc.allow_atomic = 1 if allow_atomic else 0
         context = self._context()
-        dev = self._device_handle(device)
+        dev = self._device_for(device, [array], "reduce")
         result = ctypes.c_double()
         record = self._new_record()
-        buffer = Wrapped(context, array.ctypes.data, array.nbytes, "reduce: x")
+        address = (array.address if isinstance(array, DeviceArray) else
+                   array.ctypes.data)
+        buffer = self._wrap(context, array, address, array.nbytes, "reduce: x")
         try:
             status = _lib.lib.locus_reduce(context, dev, ctypes.byref(desc),
                                            buffer.handle, ctypes.byref(result),
@@ -294,7 +328,15 @@ class Context:
         if k != k_b:
             raise _invalid(f"gemm: op(a) is {m} x {k} but op(b) is {k_b} x "
                            f"{n}: inner sizes differ")
-        if c is None:
+        # A CUDA array's device is checked before an output is made there.
+        self._device_for(device, [A.array, B.array], "gemm")
+        if c is None and isinstance(A.array, DeviceArray):
+            result_object = new_like(A.array, (m, n), out_dtype, beta != 0)
+            c_array = as_array(result_object, "gemm: c", writable=True)
+        elif c is None and isinstance(B.array, DeviceArray):
+            result_object = new_like(B.array, (m, n), out_dtype, beta != 0)
+            c_array = as_array(result_object, "gemm: c", writable=True)
+        elif c is None:
             c_array = (np.empty if beta == 0 else np.zeros)((m, n), out_dtype)
             result_object = c_array
         else:
@@ -330,14 +372,15 @@ class Context:
 
     def _run_gemm(self, desc, first, second, C, device):
         context = self._context()
-        dev = self._device_handle(device)
+        dev = self._device_for(device, [first.array, second.array, C.array],
+                               "gemm")
         record = self._new_record()
         buffers = []
         try:
             for matrix, what in ((first, "gemm: a"), (second, "gemm: b"),
                                  (C, "gemm: c")):
-                buffers.append(Wrapped(context, matrix.address, matrix.nbytes,
-                                       what))
+                buffers.append(self._wrap(context, matrix.array,
+                                          matrix.address, matrix.nbytes, what))
             status = _lib.lib.locus_gemm(context, dev, ctypes.byref(desc),
                                          *(w.handle for w in buffers),
                                          ctypes.byref(record))
@@ -368,8 +411,8 @@ class Context:
                            "(None, 'relu', 'relu6')")
         if algorithm not in _ALGORITHMS:
             raise _invalid(f"conv2d: unknown algorithm {algorithm!r}")
-        xa = np.ascontiguousarray(as_array(x, "conv2d: x"))
-        wa = np.ascontiguousarray(as_array(w, "conv2d: w"))
+        xa = contiguous(as_array(x, "conv2d: x"), "conv2d: x")
+        wa = contiguous(as_array(w, "conv2d: w"), "conv2d: w")
         if xa.ndim != 4 or wa.ndim != 4:
             raise _invalid(f"conv2d: x and w must be 4-D, got {xa.ndim}-D "
                            f"and {wa.ndim}-D")
@@ -423,7 +466,11 @@ class Context:
         shape = ((batch, k_out, p.value, q.value) if out_layout == "NCHW"
                  else (batch, p.value, q.value, k_out))
         result_object = out
-        if out is None:
+        self._device_for(device, [xa, wa], "conv2d")
+        if out is None and isinstance(xa, DeviceArray):
+            result_object = new_like(xa, shape, out_dtype, False)
+            out_array = as_array(result_object, "conv2d: out", writable=True)
+        elif out is None:
             out_array = np.empty(shape, out_dtype)
             result_object = out_array
         else:
@@ -432,17 +479,20 @@ class Context:
                 raise _invalid(f"conv2d: out is {out_array.shape} "
                                f"{out_array.dtype}, the layer gives {shape} "
                                f"{out_dtype}")
-            if not out_array.flags.c_contiguous:
+            if not (out_array.c_contiguous if isinstance(
+                    out_array, DeviceArray) else out_array.flags.c_contiguous):
                 raise _invalid("conv2d: out must be C-contiguous")
         bias_array = None
         if bias is not None:
-            bias_array = np.ascontiguousarray(as_array(bias, "conv2d: bias"))
+            bias_array = contiguous(as_array(bias, "conv2d: bias"),
+                                    "conv2d: bias")
             if bias_array.shape != (k_out,) or bias_array.dtype != out_dtype:
                 raise _invalid(f"conv2d: bias is {bias_array.shape} "
                                f"{bias_array.dtype}, the layer needs "
                                f"({k_out},) {out_dtype}")
         context = self._context()
-        dev = self._device_handle(device)
+        dev = self._device_for(device, [xa, wa, bias_array, out_array],
+                               "conv2d")
         record = self._new_record()
         buffers = []
         try:
@@ -451,6 +501,9 @@ class Context:
                                 (out_array, "conv2d: out")):
                 if array is None:
                     buffers.append(Wrapped(context, 0, 0, what))
+                elif isinstance(array, DeviceArray):
+                    buffers.append(self._wrap(context, array, array.address,
+                                              array.nbytes, what))
                 else:
                     buffers.append(Wrapped(context, array.ctypes.data,
                                            array.nbytes, what))

@@ -239,10 +239,22 @@ _signatures = {
          P(Record)],
     ),
 }
+# New in 0.4; the package still runs on 0.3's library, where device memory
+# is refused (HAS_WRAP_DEVICE False) as it was.
+_optional_signatures = {
+    "locus_buffer_wrap_device": (
+        c_int, [c_void, c_void, c_void, c_size, P(c_void)]),
+}
 for _name, (_restype, _argtypes) in _signatures.items():
     _function = getattr(lib, _name)
     _function.restype = _restype
     _function.argtypes = _argtypes
+for _name, (_restype, _argtypes) in _optional_signatures.items():
+    _function = getattr(lib, _name, None)
+    if _function is not None:
+        _function.restype = _restype
+        _function.argtypes = _argtypes
+HAS_WRAP_DEVICE = hasattr(lib, "locus_buffer_wrap_device")
 
 
 def _check_layout():
