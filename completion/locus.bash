@@ -26,8 +26,8 @@ _locus_commands() {
     _locus_help "$1" | sed -n '/^commands:$/,/^$/s/^  \([a-z][a-z-]*\)  .*/\1/p'
 }
 
-# _locus_bench_subcommands LOCUS: reduce gemm conv sched split first-op,
-# from the lines of the usage that start with "locus bench".
+# _locus_bench_subcommands LOCUS: reduce gemm conv sched split first-op
+# pipeline, from the lines of the usage that start with "locus bench".
 _locus_bench_subcommands() {
     _locus_help "$1" bench |
         sed -n 's/^\(usage:\| \{6\}\) locus bench \([a-z|-]*\) .*/\2/p' | tr '|' '\n'

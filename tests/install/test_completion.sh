@@ -68,7 +68,7 @@ print("\n".join(dict.fromkeys(selectors)))')
 expect "" has info bench numa calibrate help
 expect "be" is bench
 expect "help ca" is calibrate
-expect "bench " is reduce gemm conv sched split first-op
+expect "bench " is reduce gemm conv sched split first-op pipeline
 expect "bench gemm --re" is --repeat
 expect "bench sched --" has --op --size --repeat --seed --json --help
 expect "bench sched --" lacks --device --svg
