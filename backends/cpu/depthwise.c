@@ -71,8 +71,11 @@ typedef struct depthwise_job {
     size_t blocks, block_rows; /* per plane (NCHW) or image (NHWC) */
 } depthwise_job;
 
-static void nchw_plane(const depthwise_job *job, size_t plane, size_t p0,
-                       size_t p1)
+/* Rows [p0, p1) of the NCHW planes [plane, plane + count); count > 1
+ * only with multiplier 1 (consecutive planes read consecutive input
+ * planes) and the vector kernel. */
+static void nchw_planes(const depthwise_job *job, size_t plane, size_t count,
+                        size_t p0, size_t p1)
 {
     const locus__conv_layer *l = job->layer;
     const size_t K = l->out_channels, C = l->channels;
@@ -86,13 +89,13 @@ static void nchw_plane(const depthwise_job *job, size_t plane, size_t p0,
     else if (l->f64)
         job->kernels.rows_f64(&job->geometry, (const double *)l->input + in,
                               (const double *)l->filter + k * taps,
-                              l->bias ? ((const double *)l->bias)[k] : 0.0,
-                              (double *)l->output + plane * pq, p0, p1);
+                              l->bias ? (const double *)l->bias + k : NULL,
+                              (double *)l->output + plane * pq, count, p0, p1);
     else
         job->kernels.rows_f32(&job->geometry, (const float *)l->input + in,
                               (const float *)l->filter + k * taps,
-                              l->bias ? ((const float *)l->bias)[k] : 0.0f,
-                              (float *)l->output + plane * pq, p0, p1);
+                              l->bias ? (const float *)l->bias + k : NULL,
+                              (float *)l->output + plane * pq, count, p0, p1);
 }
 
 static void nhwc_image(const depthwise_job *job, size_t n, size_t p0, size_t p1)
@@ -138,6 +141,17 @@ static void depthwise_worker(void *arg, int rank, int ranks)
             (last / multiplier - first / multiplier + 1) * plane_bytes);
     services->account_read(l->op, l->filter,
                            l->out_channels * l->kernel_h * l->kernel_w * elem);
+    if (!nhwc && job->vector_rows && job->blocks == 1 && multiplier == 1) {
+        /* Whole planes of consecutive channels, each call within one
+         * image: the kernel sets its masks up once a call. */
+        for (size_t u = u0; u < u1;) {
+            size_t image_end = (u / l->out_channels + 1) * l->out_channels;
+            size_t end = image_end < u1 ? image_end : u1;
+            nchw_planes(job, u, end - u, 0, l->out_h);
+            u = end;
+        }
+        return;
+    }
     for (size_t u = u0; u < u1; u++) {
         size_t plane = u / job->blocks, block = u % job->blocks;
         size_t p0 = block * job->block_rows;
@@ -146,7 +160,7 @@ static void depthwise_worker(void *arg, int rank, int ranks)
         if (nhwc)
             nhwc_image(job, plane, p0, p1);
         else
-            nchw_plane(job, plane, p0, p1);
+            nchw_planes(job, plane, 1, p0, p1);
     }
 }
 

@@ -27,20 +27,23 @@ typedef struct locus__depthwise_geometry {
 /* The vector kernels take at most this many taps (R S), in registers. */
 #define LOCUS__DEPTHWISE_MAX_TAPS 25
 
-/* NCHW: output rows [p0, p1) of one plane, out[p Q + q] = activation(bias
+/* NCHW: output rows [p0, p1) of `planes` consecutive planes (input
+ * plane i at in + i H W, its taps at taps + i R S, its bias bias[i] (bias
+ * NULL: none), its output at out + i P Q), out[p Q + q] = activation(bias
  * + the sum over taps (r, s) inside the image of taps[r S + s] in[y W +
  * x]), y = p stride_h + r dilation_h - pad_top, likewise x. Taps falling
  * in the padding are skipped, not multiplied by zero (an infinite tap
  * there leaves the output finite, as the definition says). Stride_w 1 or
- * 2, at most LOCUS__DEPTHWISE_MAX_TAPS taps. */
+ * 2, at most LOCUS__DEPTHWISE_MAX_TAPS taps. A call of several planes
+ * computes its border masks once for all of them. */
 typedef void (*locus__depthwise_rows_f32)(const locus__depthwise_geometry *g,
                                           const float *in, const float *taps,
-                                          float bias, float *out, size_t p0,
-                                          size_t p1);
+                                          const float *bias, float *out,
+                                          size_t planes, size_t p0, size_t p1);
 typedef void (*locus__depthwise_rows_f64)(const locus__depthwise_geometry *g,
                                           const double *in, const double *taps,
-                                          double bias, double *out, size_t p0,
-                                          size_t p1);
+                                          const double *bias, double *out,
+                                          size_t planes, size_t p0, size_t p1);
 
 /* NHWC, multiplier 1: output rows [p0, p1) of one image of C channels,
  * out[(p Q + q) C + c], from in[(y W + x) C + c] and the transposed taps
@@ -67,12 +70,14 @@ int locus__cpu_depthwise_in_place(const struct locus__conv_layer *l);
 /* AVX-512F (kernels/depthwise_avx512.c) and AVX2 + FMA
  * (kernels/depthwise_avx2.c); called only where the CPU has them. */
 #define LOCUS__DEPTHWISE_DECLARE(isa)                                          \
-    void locus__depthwise_rows_f32_##isa(                                      \
-        const locus__depthwise_geometry *g, const float *in,                   \
-        const float *taps, float bias, float *out, size_t p0, size_t p1);      \
-    void locus__depthwise_rows_f64_##isa(                                      \
-        const locus__depthwise_geometry *g, const double *in,                  \
-        const double *taps, double bias, double *out, size_t p0, size_t p1);   \
+    void locus__depthwise_rows_f32_##isa(const locus__depthwise_geometry *g,   \
+                                         const float *in, const float *taps,   \
+                                         const float *bias, float *out,        \
+                                         size_t planes, size_t p0, size_t p1); \
+    void locus__depthwise_rows_f64_##isa(const locus__depthwise_geometry *g,   \
+                                         const double *in, const double *taps, \
+                                         const double *bias, double *out,      \
+                                         size_t planes, size_t p0, size_t p1); \
     void locus__depthwise_nhwc_f32_##isa(const locus__depthwise_geometry *g,   \
                                          size_t channels, const float *in,     \
                                          const float *taps, const float *bias, \

@@ -4,9 +4,11 @@
  * f64, under every kernel set; the output poisoned with NaN, against a
  * long double sum from the definition. Also a filter with an infinite
  * tap: where that tap falls in the padding it is skipped (the output stays
- * finite), as the definition says, not multiplied by a zero; and layers
- * large enough to run on the workers, split into blocks of rows. */
+ * finite), as the definition says, not multiplied by a zero; many small
+ * planes (whole planes a worker, the kernels' flat rows); and layers large
+ * enough to run on the workers, split into blocks of rows. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +47,9 @@ static dw_case border_case(size_t q, size_t sw)
     for (;;) {
         dw_case dc = {0};
         dc.n = test_rng_range(1, 2);
-        dc.c = test_rng_range(1, 3);
+        /* At least two channels: with one, groups is 1 and a layer
+         * without another feature is 0.2's plain convolution. */
+        dc.c = test_rng_range(2, 3);
         dc.m = test_rng_range(1, 2);
         int square = test_rng_range(0, 2) != 0;
         dc.r = square ? 3 : test_rng_range(1, 5);
@@ -279,9 +283,44 @@ static dw_case large_case(size_t stride, int nhwc)
     return dc;
 }
 
+/* Many small planes at stride 1 with the output as wide as the input
+ * (pl + pr = (S - 1) dilation_w): on two workers, each gets whole planes
+ * and the vector kernels take them as flat rows of P Q. */
+static dw_case small_planes_case(void)
+{
+    for (;;) {
+        dw_case dc = {0};
+        dc.n = test_rng_range(1, 2);
+        dc.c = 20;
+        dc.m = 1;
+        dc.h = test_rng_range(1, 9);
+        dc.w = test_rng_range(1, 9);
+        int square = test_rng_range(0, 2) != 0;
+        dc.r = square ? 3 : test_rng_range(1, 4);
+        dc.s = square ? 3 : test_rng_range(1, 4);
+        dc.sh = dc.sw = 1;
+        dc.dh = test_rng_range(1, 2);
+        dc.dw = test_rng_range(1, 2);
+        dc.pt = test_rng_range(0, 2);
+        dc.pb = test_rng_range(0, 2);
+        dc.pl = test_rng_range(0, (dc.s - 1) * dc.dw);
+        dc.pr = (dc.s - 1) * dc.dw - dc.pl;
+        dc.bias = (int)test_rng_range(0, 1);
+        dc.act = (locus_activation)test_rng_range(0, 2);
+        if (shape(&dc))
+            return dc;
+    }
+}
+
 static void test_isa(const char *isa)
 {
-    locus_context *ctx = test_cpu_isa_context(isa);
+    /* Two workers where the machine has two cpus: how the planes are split
+     * (whole planes or blocks of rows) then does not depend on it. */
+    locus_context *ctx = test_cpu_context(isa, NULL, "2");
+    if (ctx)
+        printf("isa %s (2 workers)\n", isa);
+    else
+        ctx = test_cpu_isa_context(isa);
     if (!ctx)
         return;
     locus_device *dev = NULL;
@@ -295,6 +334,11 @@ static void test_isa(const char *isa)
                     dc.infinite_tap = 1;
                     run_case(ctx, dev, &dc, dtype);
                 }
+            for (int i = 0; i < 12; i++) {
+                dw_case dc = small_planes_case();
+                dc.infinite_tap = i % 2;
+                run_case(ctx, dev, &dc, dtype);
+            }
             for (size_t stride = 1; stride <= 2; stride++)
                 for (int nhwc = 0; nhwc < 2; nhwc++) {
                     dw_case dc = large_case(stride, nhwc);

@@ -30,6 +30,21 @@ static inline __m256i lanes_f64(ptrdiff_t lo, ptrdiff_t hi)
         _mm256_cmpgt_epi64(lane, _mm256_set1_epi64x((long long)lo - 1)));
 }
 
+/* Lane l set where bit l of bits is. */
+static inline __m256i mask_of_bits_f32(unsigned bits)
+{
+    __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(
+        _mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
+}
+
+static inline __m256i mask_of_bits_f64(unsigned bits)
+{
+    __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
+    return _mm256_cmpeq_epi64(
+        _mm256_and_si256(_mm256_set1_epi64x((long long)bits), bit), bit);
+}
+
 static inline void store_first_f32(float *p, size_t n, __m256 v)
 {
     float lanes[8];
@@ -77,6 +92,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_MAX(a, b) _mm256_max_ps(a, b)
 #define V_MIN(a, b) _mm256_min_ps(a, b)
+#define V_MASK_OF_BITS(bits) mask_of_bits_f32(bits)
 #define V_EVENS(lo, hi) evens_f32(lo, hi)
 #include "depthwise_simd.h"
 #undef ELEM
@@ -97,6 +113,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #undef V_MAX
 #undef V_MIN
 #undef V_EVENS
+#undef V_MASK_OF_BITS
 
 #define ELEM double
 #define VEC __m256d
@@ -116,5 +133,6 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_ADD(a, b) _mm256_add_pd(a, b)
 #define V_MAX(a, b) _mm256_max_pd(a, b)
 #define V_MIN(a, b) _mm256_min_pd(a, b)
+#define V_MASK_OF_BITS(bits) mask_of_bits_f64(bits)
 #define V_EVENS(lo, hi) evens_f64(lo, hi)
 #include "depthwise_simd.h"

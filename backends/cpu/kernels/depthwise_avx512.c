@@ -43,6 +43,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_MAX(a, b) _mm512_max_ps(a, b)
 #define V_MIN(a, b) _mm512_min_ps(a, b)
+#define V_MASK_OF_BITS(bits) ((__mmask16)(bits))
 #define V_EVENS(lo, hi)                                                        \
     _mm512_permutex2var_ps(lo,                                                 \
                            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16,    \
@@ -67,6 +68,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #undef V_MAX
 #undef V_MIN
 #undef V_EVENS
+#undef V_MASK_OF_BITS
 
 #define ELEM double
 #define VEC __m512d
@@ -86,6 +88,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #define V_ADD(a, b) _mm512_add_pd(a, b)
 #define V_MAX(a, b) _mm512_max_pd(a, b)
 #define V_MIN(a, b) _mm512_min_pd(a, b)
+#define V_MASK_OF_BITS(bits) ((__mmask8)(bits))
 #define V_EVENS(lo, hi)                                                        \
     _mm512_permutex2var_pd(lo, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), hi)
 #include "depthwise_simd.h"

@@ -16,6 +16,7 @@
  *   V_STORE_FIRST(p, n, v)        the first n (< LANES) lanes of v to p
  *   V_MAX(a, b), V_MIN(a, b)      b where either is NaN
  *   V_EVENS(lo, hi)               lanes 0, 2, 4, ... of lo then of hi
+ *   V_MASK_OF_BITS(bits)          the mask of lanes l whose bit 1 << l is set
  * Sums run in ELEM, one multiply-add per tap. */
 
 #include <stdint.h>
@@ -98,16 +99,13 @@ static inline VEC NAME(load_masked)(const ELEM *row, ptrdiff_t x0, MASK m)
  * constants (3, 3, 1 or 2), the loops over taps unroll and the taps stay
  * in registers. */
 static inline __attribute__((always_inline)) void
-NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *in,
-                const ELEM *taps, ELEM bias, ELEM *out, size_t p0, size_t p1,
-                const size_t R, const size_t S, const size_t stride)
+NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
+                const ELEM *planes_taps, const ELEM *bias, ELEM *planes_out,
+                size_t planes, size_t p0, size_t p1, const size_t R,
+                const size_t S, const size_t stride)
 {
     const ptrdiff_t W = (ptrdiff_t)g->width;
     const size_t H = g->height, Q = g->out_w, dw = g->dilation_w;
-    VEC t[LOCUS__DEPTHWISE_MAX_TAPS];
-    for (size_t i = 0; i < R * S; i++)
-        t[i] = V_SET1(taps[i]);
-    const VEC b = V_SET1(bias);
     /* Elements one tap's loads cover from lane 0's x on. */
     const ptrdiff_t reach = stride == 1 ? LANES : 2 * LANES;
     const ptrdiff_t last_tap = (ptrdiff_t)((S - 1) * dw);
@@ -123,77 +121,170 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *in,
                     NAME(border_of)((ptrdiff_t)(j * LANES * stride + s * dw) -
                                         (ptrdiff_t)g->pad_left,
                                     W, stride);
-    for (size_t p = p0; p < p1; p++) {
-        /* The input rows of the taps, NULL in the padding. */
-        const ELEM *rows[LOCUS__DEPTHWISE_MAX_TAPS];
-        for (size_t r = 0; r < R; r++) {
-            size_t y = p * g->stride_h + r * g->dilation_h;
-            rows[r] = y >= g->pad_top && y - g->pad_top < H
-                          ? in + (y - g->pad_top) * (size_t)W
-                          : NULL;
-        }
-        ELEM *o = out + p * Q;
-        for (size_t j = 0; j < chunks; j++) {
-            size_t q0 = j * LANES;
-            ptrdiff_t xb = (ptrdiff_t)(q0 * stride) - (ptrdiff_t)g->pad_left;
-            /* Three sums (tap rows r mod 3), so that a chunk's chain of
-             * dependent multiply-adds is S long rather than R S. */
-            VEC a[3] = {b, V_ZERO(), V_ZERO()};
-            if (xb >= 0 && xb + last_tap + reach <= W) {
-                /* Interior: every lane of every tap inside the row. */
-                for (size_t r = 0; r < R; r++) {
-                    if (!rows[r])
-                        continue;
-                    for (size_t s = 0; s < S; s++)
-                        a[r % 3] = V_FMA(
-                            NAME(tap_inputs)(rows[r], xb + (ptrdiff_t)(s * dw),
-                                             W, stride, 1),
-                            t[r * S + s], a[r % 3]);
-                }
-            } else {
-                /* Border: the lanes whose tap falls in the padding keep
-                 * acc (the tap is skipped, as in the definition). */
-                for (size_t s = 0; s < S; s++) {
-                    ptrdiff_t x0 = xb + (ptrdiff_t)(s * dw);
-                    NAME(border)
-                    m = tabled ? table[j * S + s]
-                               : NAME(border_of)(x0, W, stride);
+    for (size_t plane = 0; plane < planes; plane++) {
+        const ELEM *in = planes_in + plane * H * (size_t)W;
+        const ELEM *taps = planes_taps + plane * R * S;
+        ELEM *out = planes_out + plane * g->out_h * Q;
+        VEC t[LOCUS__DEPTHWISE_MAX_TAPS];
+        for (size_t i = 0; i < R * S; i++)
+            t[i] = V_SET1(taps[i]);
+        const VEC b = V_SET1(bias ? bias[plane] : (ELEM)0);
+        for (size_t p = p0; p < p1; p++) {
+            /* The input rows of the taps, NULL in the padding. */
+            const ELEM *rows[LOCUS__DEPTHWISE_MAX_TAPS];
+            for (size_t r = 0; r < R; r++) {
+                size_t y = p * g->stride_h + r * g->dilation_h;
+                rows[r] = y >= g->pad_top && y - g->pad_top < H
+                              ? in + (y - g->pad_top) * (size_t)W
+                              : NULL;
+            }
+            ELEM *o = out + p * Q;
+            for (size_t j = 0; j < chunks; j++) {
+                size_t q0 = j * LANES;
+                ptrdiff_t xb =
+                    (ptrdiff_t)(q0 * stride) - (ptrdiff_t)g->pad_left;
+                /* Three sums (tap rows r mod 3), so that a chunk's chain of
+                 * dependent multiply-adds is S long rather than R S. */
+                VEC a[3] = {b, V_ZERO(), V_ZERO()};
+                if (xb >= 0 && xb + last_tap + reach <= W) {
+                    /* Interior: every lane of every tap inside the row. */
                     for (size_t r = 0; r < R; r++) {
                         if (!rows[r])
                             continue;
-                        VEC v =
-                            stride == 1
-                                ? NAME(load_masked)(rows[r], x0, m.lo)
-                                : V_EVENS(NAME(load_masked)(rows[r], x0, m.lo),
+                        for (size_t s = 0; s < S; s++)
+                            a[r % 3] =
+                                V_FMA(NAME(tap_inputs)(rows[r],
+                                                       xb + (ptrdiff_t)(s * dw),
+                                                       W, stride, 1),
+                                      t[r * S + s], a[r % 3]);
+                    }
+                } else {
+                    /* Border: the lanes whose tap falls in the padding keep
+                     * acc (the tap is skipped, as in the definition). */
+                    for (size_t s = 0; s < S; s++) {
+                        ptrdiff_t x0 = xb + (ptrdiff_t)(s * dw);
+                        NAME(border)
+                        m = tabled ? table[j * S + s]
+                                   : NAME(border_of)(x0, W, stride);
+                        for (size_t r = 0; r < R; r++) {
+                            if (!rows[r])
+                                continue;
+                            VEC v =
+                                stride == 1
+                                    ? NAME(load_masked)(rows[r], x0, m.lo)
+                                    : V_EVENS(
+                                          NAME(load_masked)(rows[r], x0, m.lo),
                                           NAME(load_masked)(rows[r], x0 + LANES,
                                                             m.hi));
-                        a[r % 3] = V_MASK_FMA(a[r % 3], m.fma, v, t[r * S + s]);
+                            a[r % 3] =
+                                V_MASK_FMA(a[r % 3], m.fma, v, t[r * S + s]);
+                        }
                     }
                 }
+                VEC acc = NAME(activate)(g->activation,
+                                         V_ADD(V_ADD(a[0], a[1]), a[2]));
+                if (q0 + LANES <= Q)
+                    V_STOREU(o + q0, acc);
+                else
+                    V_STORE_FIRST(o + q0, Q - q0, acc);
             }
+        }
+    }
+}
+
+/* Small planes at stride 1 with Q = W (7x7 and the like): the plane's
+ * outputs as one flat row of P Q, chunks spanning several output rows.
+ * Output i = p Q + q reads input i + (r dilation_h - pad_top) W + s
+ * dilation_w - pad_left for tap (r, s), in the lanes where (y, x) lies in
+ * the image: one masked load and multiply-add a tap and chunk, the masks
+ * computed once a call. A 7x7 plane is four 16-float chunks instead of
+ * seven rows of 7 lanes. */
+#define FLAT_TABLE 64
+
+static inline int NAME(flat_takes)(const locus__depthwise_geometry *g,
+                                   size_t p0, size_t p1)
+{
+    size_t chunks = (g->out_h * g->out_w + LANES - 1) / LANES;
+    return g->stride_h == 1 && g->stride_w == 1 && g->out_w == g->width &&
+           p0 == 0 && p1 == g->out_h &&
+           chunks * g->kernel_h * g->kernel_w <= FLAT_TABLE;
+}
+
+static inline __attribute__((always_inline)) void
+NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
+                const ELEM *planes_taps, const ELEM *bias, ELEM *planes_out,
+                size_t planes, const size_t R, const size_t S)
+{
+    const size_t H = g->height, W = g->width, P = g->out_h, Q = g->out_w;
+    const size_t PQ = P * Q, chunks = (PQ + LANES - 1) / LANES;
+    MASK table[FLAT_TABLE];
+    ptrdiff_t shift[LOCUS__DEPTHWISE_MAX_TAPS];
+    for (size_t r = 0; r < R; r++)
+        for (size_t s = 0; s < S; s++) {
+            shift[r * S + s] =
+                ((ptrdiff_t)(r * g->dilation_h) - (ptrdiff_t)g->pad_top) *
+                    (ptrdiff_t)W +
+                (ptrdiff_t)(s * g->dilation_w) - (ptrdiff_t)g->pad_left;
+            for (size_t j = 0; j < chunks; j++) {
+                unsigned bits = 0;
+                for (size_t l = 0; l < LANES; l++) {
+                    size_t i = j * LANES + l, p = i / Q, q = i % Q;
+                    size_t y = p + r * g->dilation_h;
+                    size_t x = q + s * g->dilation_w;
+                    if (i < PQ && y >= g->pad_top && y - g->pad_top < H &&
+                        x >= g->pad_left && x - g->pad_left < W)
+                        bits |= 1u << l;
+                }
+                table[j * R * S + r * S + s] = V_MASK_OF_BITS(bits);
+            }
+        }
+    for (size_t plane = 0; plane < planes; plane++) {
+        const ELEM *in = planes_in + plane * H * W;
+        const ELEM *taps = planes_taps + plane * R * S;
+        ELEM *out = planes_out + plane * PQ;
+        VEC t[LOCUS__DEPTHWISE_MAX_TAPS];
+        for (size_t i = 0; i < R * S; i++)
+            t[i] = V_SET1(taps[i]);
+        const VEC b = V_SET1(bias ? bias[plane] : (ELEM)0);
+        for (size_t j = 0; j < chunks; j++) {
+            VEC a[3] = {b, V_ZERO(), V_ZERO()};
+            const MASK *m = table + j * R * S;
+            for (size_t r = 0; r < R; r++)
+                for (size_t s = 0; s < S; s++) {
+                    size_t tap = r * S + s;
+                    VEC v = NAME(load_masked)(
+                        in, (ptrdiff_t)(j * LANES) + shift[tap], m[tap]);
+                    a[r % 3] = V_MASK_FMA(a[r % 3], m[tap], v, t[tap]);
+                }
             VEC acc =
                 NAME(activate)(g->activation, V_ADD(V_ADD(a[0], a[1]), a[2]));
-            if (q0 + LANES <= Q)
-                V_STOREU(o + q0, acc);
+            if ((j + 1) * LANES <= PQ)
+                V_STOREU(out + j * LANES, acc);
             else
-                V_STORE_FIRST(o + q0, Q - q0, acc);
+                V_STORE_FIRST(out + j * LANES, PQ - j * LANES, acc);
         }
     }
 }
 
 void NAME(locus__depthwise_rows)(const locus__depthwise_geometry *g,
-                                 const ELEM *in, const ELEM *taps, ELEM bias,
-                                 ELEM *out, size_t p0, size_t p1)
+                                 const ELEM *in, const ELEM *taps,
+                                 const ELEM *bias, ELEM *out, size_t planes,
+                                 size_t p0, size_t p1)
 {
     size_t R = g->kernel_h, S = g->kernel_w;
-    if (R == 3 && S == 3 && g->stride_w == 1)
-        NAME(rows_body)(g, in, taps, bias, out, p0, p1, 3, 3, 1);
+    if (NAME(flat_takes)(g, p0, p1)) {
+        if (R == 3 && S == 3)
+            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3);
+        else
+            NAME(flat_body)(g, in, taps, bias, out, planes, R, S);
+    } else if (R == 3 && S == 3 && g->stride_w == 1)
+        NAME(rows_body)(g, in, taps, bias, out, planes, p0, p1, 3, 3, 1);
     else if (R == 3 && S == 3)
-        NAME(rows_body)(g, in, taps, bias, out, p0, p1, 3, 3, 2);
+        NAME(rows_body)(g, in, taps, bias, out, planes, p0, p1, 3, 3, 2);
     else if (g->stride_w == 1)
-        NAME(rows_body)(g, in, taps, bias, out, p0, p1, R, S, 1);
+        NAME(rows_body)(g, in, taps, bias, out, planes, p0, p1, R, S, 1);
     else
-        NAME(rows_body)(g, in, taps, bias, out, p0, p1, R, S, 2);
+        NAME(rows_body)(g, in, taps, bias, out, planes, p0, p1, R, S, 2);
 }
 
 /* [*t0, *t1): the taps t < taps whose coordinate o stride + t dilation -
