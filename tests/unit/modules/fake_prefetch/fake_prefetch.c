@@ -6,8 +6,8 @@
  * with V the first float of the host memory copied (of A for a gemm) and
  * T the ticket's number. With LOCUS_TEST_PREFETCH_AWAIT=1, a gemm whose
  * A starts with a value in [100, 200) waits (up to 5 s) for two
- * prefetches (the next gemm's A and B) issued since the gemm before it
- * ended, so that
+ * prefetches (the next gemm's A and B), one in [200, 300) for one,
+ * issued since the gemm before it ended, so that
  * "op i+1's inputs are copied while op i runs" is an order, not a race;
  * one whose A starts below 0 is a gate: it waits (up to 5 s) until the
  * file LOCUS_TEST_PREFETCH_LOG.gate exists, so the test can enqueue a
@@ -190,13 +190,14 @@ static locus_status prefetch_wait(void *state, size_t device, void *opaque)
 static void await_prefetch(fake_state *fake, double first)
 {
     const char *await = getenv("LOCUS_TEST_PREFETCH_AWAIT");
-    if (first < 100 || first >= 200 || !await || await[0] != '1')
+    if (first < 100 || first >= 300 || !await || await[0] != '1')
         return;
+    unsigned long wanted = first < 200 ? 2 : 1;
     unsigned long before = fake->prefetches_at_end;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
-    while (fake->prefetches < before + 2)
+    while (fake->prefetches < before + wanted)
         if (pthread_cond_timedwait(&fake->prefetched, &fake->lock, &until) ==
             ETIMEDOUT)
             break;
