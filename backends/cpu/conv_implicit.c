@@ -55,6 +55,17 @@
  * keeps both workers busy on a 14x14 image by splitting K, and splits the
  * positions wherever there are enough of them.
  *
+ * Shared B. Where the grid has several row groups, each would pack the
+ * same B micro-panels (a small output over many workers: a 7x7 output is
+ * two micro-panel columns, so 16 workers form 8 row groups); packing one
+ * costs several kernel calls, as much as a worker's share of the calls
+ * there. Then B is packed once into a shared workspace, in pieces of one
+ * column by one depth block: a worker reaching a depth block claims, for
+ * each of its columns, the first free piece from that block on (workers
+ * arriving together pack different blocks, and the later blocks are
+ * ready when reached), then waits for the block's pieces. The packed
+ * values are the same whoever packs them, so results do not change.
+ *
  * Workspace. Mapping fresh pages costs a fault and a zeroing per page, as
  * much as the packing of a whole layer (docs/PERFORMANCE.md); the buffers
  * come from the context's packing-buffer cache (gemm_workspace.h), which
@@ -78,6 +89,8 @@
  * a 16-wide run is 4 SSE loads and stores per depth row, about what one
  * call's 12 FMAs per depth row take. */
 #define PACK_CALLS 1
+/* The most floats of B shared by the row groups (16 MiB). */
+#define SHARED_B_FLOATS ((size_t)4 << 20)
 
 typedef struct implicit_plan {
     size_t mr, nr;
@@ -90,6 +103,10 @@ typedef struct implicit_plan {
     size_t panel;       /* floats of a worker's B micro-panel, slack too */
     size_t band;        /* floats of a worker's band buffer (0: direct) */
     int wk, wp;         /* worker grid: row groups x column groups */
+    int shared_b;       /* B packed once for all row groups (see below) */
+    size_t b_piece;     /* floats of one shared B piece, slack too */
+    size_t b_floats;    /* floats of the shared B, whole pages */
+    size_t b_flags;     /* floats of its piece states, whole pages */
     size_t filter;      /* floats of the packed filter, whole pages */
     size_t flags;       /* floats of the panel states, whole pages */
     size_t stride;      /* floats between two workers' parts, whole pages */
@@ -104,6 +121,8 @@ typedef struct implicit_job {
     atomic_int *packing;  /* per row panel: a piece state (pieces.h) */
     locus__share *shares; /* per worker: its micro-panel columns */
     float *parts;         /* per worker: a B micro-panel and a band */
+    float *shared_b;      /* shared_b: (column, depth block) pieces */
+    atomic_int *b_states; /* shared_b: a piece state each */
 } implicit_job;
 
 static size_t min_size(size_t a, size_t b)
@@ -265,9 +284,31 @@ static int make_plan(const locus__conv_problem *pr, implicit_plan *plan)
     size_t floats;
     if (!locus__cpu_mul_size(plan->stride, (size_t)pr->workers, &floats) ||
         plan->filter > SIZE_MAX - plan->flags ||
-        floats > SIZE_MAX - plan->filter - plan->flags ||
-        !locus__cpu_mul_size(floats + plan->filter + plan->flags, sizeof(float),
-                             &plan->bytes))
+        floats > SIZE_MAX - plan->filter - plan->flags)
+        return 0;
+    floats += plan->filter + plan->flags;
+    /* Shared B: where several row groups would each pack the same
+     * micro-panels (a small output over many workers: ResNet-50's 7x7
+     * layers on 16 workers are a grid of 8 row groups by 2 columns, and
+     * packing a micro-panel costs several kernel calls), they are packed
+     * once, in pieces of one column by one depth block, into a workspace
+     * all workers read. Not for the image read in place (nothing to pack
+     * but a partial last panel), and only while it stays small. */
+    size_t columns = pr->batch * plan->tiles;
+    plan->shared_b = 0;
+    plan->b_piece = round_up((plan->kc + 1) * plan->nr, 16);
+    if (plan->wk > 1 && plan->band != 0 &&
+        columns <= SHARED_B_FLOATS / plan->blocks / plan->b_piece) {
+        plan->shared_b = 1;
+        plan->b_floats =
+            round_up(columns * plan->blocks * plan->b_piece, page_floats);
+        plan->b_flags =
+            round_up(ceil_div(columns * plan->blocks * sizeof(atomic_int),
+                              sizeof(float)),
+                     page_floats);
+        floats += plan->b_floats + plan->b_flags; /* both bounded above */
+    }
+    if (!locus__cpu_mul_size(floats, sizeof(float), &plan->bytes))
         return 0;
     return 1;
 }
@@ -381,6 +422,53 @@ static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
             c[i * ldc + j] = tile[i * nr + j];
 }
 
+/* Shared B piece of micro-panel column t of image n, depth block b. */
+static float *b_piece(const implicit_job *job, size_t n, size_t t, size_t b)
+{
+    const implicit_plan *plan = &job->plan;
+    return job->shared_b +
+           ((n * plan->tiles + t) * plan->blocks + b) * plan->b_piece;
+}
+
+/* Shared B: before depth block b of columns [tb, te) of image n is used,
+ * claims and packs, for each column, the first free piece from block b
+ * on (so that workers arriving together pack different blocks, and later
+ * blocks are ready when they are reached), copying the band first if it
+ * is not made yet; then waits for the block's pieces. */
+static void prepare_b(const implicit_job *job, size_t n, size_t tb, size_t te,
+                      size_t b, const float *image, float *band_buffer,
+                      locus__implicit_band *band, int *band_ready)
+{
+    const locus__conv_problem *pr = job->problem;
+    const implicit_plan *plan = &job->plan;
+    size_t nr = plan->nr, pq = plan->pq;
+    for (size_t t = tb; t < te; t++) {
+        atomic_int *state =
+            job->b_states + (n * plan->tiles + t) * plan->blocks;
+        for (size_t blk = b; blk < plan->blocks; blk++) {
+            if (!locus__piece_claim(&state[blk]))
+                continue;
+            if (!*band_ready) {
+                locus__cpu_implicit_band(&pr->shape, &pr->state->isa, image, nr,
+                                         tb * nr, min_size(te * nr, pq),
+                                         band_buffer, band);
+                *band_ready = 1;
+            }
+            size_t pc = blk * plan->kc,
+                   kcb = min_size(plan->kc, plan->crs - pc);
+            locus__cpu_implicit_pack_b(&pr->shape, band, nr, t * nr,
+                                       min_size(nr, pq - t * nr), pc, kcb,
+                                       b_piece(job, n, t, blk), plan->b_piece);
+            locus__piece_done(&state[blk]);
+            break;
+        }
+    }
+    for (size_t t = tb; t < te; t++) {
+        size_t first = (n * plan->tiles + t) * plan->blocks + b;
+        locus__pieces_wait(job->b_states, first, first + 1);
+    }
+}
+
 /* Micro-panel columns [t0, t1) of image n, row panels [i0, i1). */
 static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                       size_t i0, size_t i1, size_t from, float *bp,
@@ -393,14 +481,17 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
     size_t mr = plan->mr, nr = plan->nr, pq = plan->pq, k = pr->out_channels;
     const float *image = pr->input + n * sh->channels * sh->height * sh->width;
     float *out = pr->output + n * k * pq;
+    size_t image_n = n; /* n is a column count in the loop below */
     locus__cpu_conv_account_rows(job->problem, image, t0 * nr,
                                  min_size(t1 * nr, pq));
 
     for (size_t tb = t0; tb < t1; tb += plan->block_tiles) {
         size_t te = min_size(t1, tb + plan->block_tiles);
-        locus__implicit_band band;
-        locus__cpu_implicit_band(sh, isa, image, nr, tb * nr,
-                                 min_size(te * nr, pq), band_buffer, &band);
+        locus__implicit_band band = {0};
+        int band_ready = plan->shared_b == 0;
+        if (band_ready)
+            locus__cpu_implicit_band(sh, isa, image, nr, tb * nr,
+                                     min_size(te * nr, pq), band_buffer, &band);
         for (size_t pc = 0; pc < plan->crs; pc += plan->kc) {
             size_t kcb = min_size(plan->kc, plan->crs - pc);
             const float *block = job->filter + pc * plan->panels * mr;
@@ -408,6 +499,9 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
             int last = pc + kcb == plan->crs; /* the tiles are finished */
             /* Packs the worker's pieces on first use, else only checks. */
             prepare_block(job, pc / plan->kc, i0, i1, from);
+            if (plan->shared_b)
+                prepare_b(job, n, tb, te, pc / plan->kc, image, band_buffer,
+                          &band, &band_ready);
             for (size_t t = tb; t < te; t += LOCUS__IMPLICIT_PANELS) {
                 size_t j0 = t * nr;
                 size_t n = min_size(LOCUS__IMPLICIT_PANELS * nr, pq - j0);
@@ -416,12 +510,14 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                 /* The image is the column matrix (1x1): whole micro-panels
                  * are read in place, rows pq apart. */
                 int in_place = band.direct && n % nr == 0;
-                if (!in_place)
+                if (!in_place && !plan->shared_b)
                     locus__cpu_implicit_pack_b(sh, &band, nr, j0, n, pc, kcb,
                                                bp, stride);
                 for (size_t g = 0; g * nr < n; g++) {
                     size_t cols = min_size(nr, n - g * nr);
                     const float *b = bp + g * stride;
+                    if (plan->shared_b)
+                        b = b_piece(job, image_n, t + g, pc / plan->kc);
                     if (in_place)
                         b = image + pc * pq + j0 + g * nr;
                     for (size_t i = i0; i < i1; i++) {
@@ -535,6 +631,13 @@ locus_status locus__cpu_conv2d_implicit(const locus__conv_problem *problem)
     job.filter = lease.entry ? lease.memory : memory;
     job.packing = (atomic_int *)(void *)(memory + own_filter);
     job.parts = memory + own_filter + job.plan.flags;
+    if (job.plan.shared_b) {
+        job.shared_b = job.parts + job.plan.stride * (size_t)problem->workers;
+        job.b_states = (atomic_int *)(void *)(job.shared_b + job.plan.b_floats);
+        size_t b_pieces = problem->batch * job.plan.tiles * job.plan.blocks;
+        for (size_t i = 0; i < b_pieces; i++)
+            atomic_init(&job.b_states[i], LOCUS__PIECE_FREE);
+    }
     size_t pieces = job.plan.blocks * job.plan.panels;
     for (size_t i = 0; i < pieces; i++)
         atomic_init(&job.packing[i],
