@@ -28,8 +28,10 @@ done
 export PKG_CONFIG_PATH=/opt/deps/pc
 
 nproc; grep -m1 "model name" /proc/cpuinfo
-build=/tmp/locus-build-dw
-meson setup "$build" -Dbuildtype=release -Dcuda=disabled >/dev/null || exit 1
+# SESSION_BUILD: a release build of this tree made earlier in the call.
+build=${SESSION_BUILD:-/tmp/locus-build-dw}
+[ -f "$build/build.ninja" ] ||
+    meson setup "$build" -Dbuildtype=release -Dcuda=disabled >/dev/null || exit 1
 grep -E "dnnl" "$build/meson-logs/meson-log.txt" | grep -iE "found|YES|NO" | head -3
 ninja -C "$build" tools/locus tests/cpu/test_cpu_depthwise \
     tests/cpu/test_cpu_conv_layer >/dev/null ||

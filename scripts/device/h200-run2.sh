@@ -9,7 +9,8 @@
 #   overhead  the per-op benches of both builds, alternated (#21)
 #   pipeline  scripts/device/h200-pipeline.sh (#25 item 2)
 #   python  scripts/device/h200-python.sh (#26 item 3)
-#   net     bench conv --net on the cpu, batch 1 and 8 (#23)
+#   depthwise  scripts/device/h200-depthwise.sh (CPU depthwise tests, MobileNetV2, #23)
+#   net     bench conv --net resnet50 on the cpu, batch 1 and 8 (#23)
 #   bandwidth  locus numa's read bandwidth and bench reduce's on the cpu (#24 item 5)
 #   sched   three bench sched runs (#25 item 1)
 # PARTS="f64 sched" picks some. $OUT/run2.log is the summary.
@@ -32,7 +33,7 @@ done
 export PKG_CONFIG_PATH=/opt/deps/pc
 . "$root/scripts/device/gpu-env.sh"
 export PATH=/usr/local/cuda/bin:$PATH
-parts=${PARTS:-f64 overhead pipeline python net bandwidth sched}
+parts=${PARTS:-f64 overhead pipeline python depthwise net bandwidth sched}
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 build=/tmp/locus-build
 meson setup "$build" -Dbuildtype=release >/dev/null || { echo "setup failed" >&3; exit 1; }
@@ -79,8 +80,9 @@ if want overhead && [ -n "${before_pid:-}" ]; then
 fi
 want pipeline && part pipeline h200-pipeline.sh 150
 want python && part python h200-python.sh 100
+want depthwise && part depthwise h200-depthwise.sh 90
 if want net; then
-    for net in resnet50 mobilenetv2; do
+    for net in resnet50; do
         for batch in 1 8; do
             [ "$(left)" -lt 40 ] && break
             name="conv-net-$net-cpu-b$batch"
