@@ -488,6 +488,12 @@ LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
  * refreshed only after Locus sees the content change (an op writing it,
  * locus_buffer_write, a write mapping); to have them see a change made
  * behind Locus's back, destroy the buffer and wrap the memory again.
+ * Ordering (CUDA): Locus's stream does not synchronize with the legacy
+ * default stream, so the wrap makes it wait for the work queued there
+ * (and on the streams that synchronize with it) before the call; work the
+ * caller queues on other streams, or after the wrap, it completes itself
+ * (cudaStreamSynchronize) before the op. Every op has finished with the
+ * memory when it returns.
  * Results: the caller's device memory holds them when a call returns
  * LOCUS_SUCCESS, wherever they were computed: an op that writes the
  * buffer on another device (the CPU) copies its result there before it
