@@ -199,7 +199,7 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
  * the image: one masked load and multiply-add a tap and chunk, the masks
  * computed once a call. A 7x7 plane is four 16-float chunks instead of
  * seven rows of 7 lanes. */
-#define FLAT_TABLE 64
+#define FLAT_TABLE 256
 
 static inline int NAME(flat_takes)(const locus__depthwise_geometry *g,
                                    size_t p0, size_t p1)
@@ -225,18 +225,27 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                 ((ptrdiff_t)(r * g->dilation_h) - (ptrdiff_t)g->pad_top) *
                     (ptrdiff_t)W +
                 (ptrdiff_t)(s * g->dilation_w) - (ptrdiff_t)g->pad_left;
-            for (size_t j = 0; j < chunks; j++) {
-                unsigned bits = 0;
-                for (size_t l = 0; l < LANES; l++) {
-                    size_t i = j * LANES + l, p = i / Q, q = i % Q;
-                    size_t y = p + r * g->dilation_h;
-                    size_t x = q + s * g->dilation_w;
-                    if (i < PQ && y >= g->pad_top && y - g->pad_top < H &&
-                        x >= g->pad_left && x - g->pad_left < W)
-                        bits |= 1u << l;
+            /* The outputs whose tap is inside: in each row p whose input
+             * row is, the columns [q0, q1), a range of lanes. */
+            size_t shift_x = s * g->dilation_w;
+            size_t q0 = shift_x >= g->pad_left ? 0 : g->pad_left - shift_x;
+            size_t q1 =
+                W + g->pad_left > shift_x ? W + g->pad_left - shift_x : 0;
+            q1 = q1 < Q ? q1 : Q;
+            unsigned bits[FLAT_TABLE] = {0};
+            for (size_t p = 0; p < P && q0 < q1; p++) {
+                size_t y = p + r * g->dilation_h;
+                if (y < g->pad_top || y - g->pad_top >= H)
+                    continue;
+                for (size_t i = p * Q + q0, end = p * Q + q1; i < end;) {
+                    size_t lane = i % LANES, n = LANES - lane;
+                    n = n < end - i ? n : end - i;
+                    bits[i / LANES] |= ((1u << n) - 1u) << lane;
+                    i += n;
                 }
-                table[j * R * S + r * S + s] = V_MASK_OF_BITS(bits);
             }
+            for (size_t j = 0; j < chunks; j++)
+                table[j * R * S + r * S + s] = V_MASK_OF_BITS(bits[j]);
         }
     for (size_t plane = 0; plane < planes; plane++) {
         const ELEM *in = planes_in + plane * H * W;
