@@ -74,6 +74,9 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
                                  _MM_SHUFFLE(3, 1, 2, 0));
 }
 
+/* The flat path's mask table: 512 masks of 32 bytes (16 KiB of stack). */
+#define FLAT_TABLE 512
+
 #define ELEM float
 #define VEC __m256
 #define MASK __m256i

@@ -25,6 +25,10 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
     return (__mmask8)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
+/* The flat path's mask table: 4096 masks of 2 bytes (a 56x56 plane of 3x3 taps:
+ * 1764). */
+#define FLAT_TABLE 4096
+
 #define ELEM float
 #define VEC __m512
 #define MASK __mmask16

@@ -17,9 +17,11 @@
  *   V_MAX(a, b), V_MIN(a, b)      b where either is NaN
  *   V_EVENS(lo, hi)               lanes 0, 2, 4, ... of lo then of hi
  *   V_MASK_OF_BITS(bits)          the mask of lanes l whose bit 1 << l is set
+ *   FLAT_TABLE                    the most chunk x tap masks on the stack
  * Sums run in ELEM, one multiply-add per tap. */
 
 #include <stdint.h>
+#include <string.h>
 
 /* Lanes 0, 1, ... of a vector starting at x0 (lane l: x0 + l) from a row
  * of `width` elements: the lanes outside the row come back zero. */
@@ -197,9 +199,10 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
  * Output i = p Q + q reads input i + (r dilation_h - pad_top) W + s
  * dilation_w - pad_left for tap (r, s), in the lanes where (y, x) lies in
  * the image: one masked load and multiply-add a tap and chunk, the masks
- * computed once a call. A 7x7 plane is four 16-float chunks instead of
- * seven rows of 7 lanes. */
-#define FLAT_TABLE 256
+ * computed once a call (FLAT_TABLE, the includer's, bounds chunks x
+ * taps: the table lives on the stack). A 7x7 plane is four 16-float
+ * chunks instead of seven rows of 7 lanes, and a plane of any width runs
+ * without the rows' per-row set-up. */
 
 static inline int NAME(flat_takes)(const locus__depthwise_geometry *g,
                                    size_t p0, size_t p1)
@@ -232,7 +235,8 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
             size_t q1 =
                 W + g->pad_left > shift_x ? W + g->pad_left - shift_x : 0;
             q1 = q1 < Q ? q1 : Q;
-            unsigned bits[FLAT_TABLE] = {0};
+            uint16_t bits[FLAT_TABLE];
+            memset(bits, 0, chunks * sizeof *bits);
             for (size_t p = 0; p < P && q0 < q1; p++) {
                 size_t y = p + r * g->dilation_h;
                 if (y < g->pad_top || y - g->pad_top >= H)
@@ -240,7 +244,7 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                 for (size_t i = p * Q + q0, end = p * Q + q1; i < end;) {
                     size_t lane = i % LANES, n = LANES - lane;
                     n = n < end - i ? n : end - i;
-                    bits[i / LANES] |= ((1u << n) - 1u) << lane;
+                    bits[i / LANES] |= (uint16_t)(((1u << n) - 1u) << lane);
                     i += n;
                 }
             }
