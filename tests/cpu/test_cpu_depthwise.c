@@ -312,6 +312,36 @@ static dw_case small_planes_case(void)
     }
 }
 
+/* Many planes at stride 2 of 8-40 columns, mostly with Q = ceil(W / 2)
+ * (3x3, pads 1 and 1 and the like): whole planes a worker, which the
+ * vector kernels split into their four phases (even and odd rows and
+ * columns) where a row holds two vectors or more. */
+static dw_case strided_planes_case(void)
+{
+    for (;;) {
+        dw_case dc = {0};
+        dc.n = 1;
+        dc.c = 20;
+        dc.m = 1;
+        dc.h = test_rng_range(8, 40);
+        dc.w = test_rng_range(8, 40);
+        int square = test_rng_range(0, 2) != 0;
+        dc.r = square ? 3 : test_rng_range(1, 4);
+        dc.s = square ? 3 : test_rng_range(1, 4);
+        dc.sh = dc.sw = 2;
+        dc.dh = square ? 1 : test_rng_range(1, 2);
+        dc.dw = square ? 1 : test_rng_range(1, 2);
+        dc.pt = test_rng_range(0, 2);
+        dc.pb = test_rng_range(0, 2);
+        dc.pl = square ? 1 : test_rng_range(0, 2);
+        dc.pr = square ? 1 : test_rng_range(0, 2);
+        dc.bias = (int)test_rng_range(0, 1);
+        dc.act = (locus_activation)test_rng_range(0, 2);
+        if (shape(&dc))
+            return dc;
+    }
+}
+
 static void test_isa(const char *isa)
 {
     /* Two workers where the machine has two cpus: how the planes are split
@@ -336,6 +366,9 @@ static void test_isa(const char *isa)
                 }
             for (int i = 0; i < 12; i++) {
                 dw_case dc = small_planes_case();
+                dc.infinite_tap = i % 2;
+                run_case(ctx, dev, &dc, dtype);
+                dc = strided_planes_case();
                 dc.infinite_tap = i % 2;
                 run_case(ctx, dev, &dc, dtype);
             }

@@ -68,6 +68,19 @@ static inline __m256 evens_f32(__m256 lo, __m256 hi)
                                                   _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+static inline __m256 odds_f32(__m256 lo, __m256 hi)
+{
+    __m256 pairs = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs),
+                                                  _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+static inline __m256d odds_f64(__m256d lo, __m256d hi)
+{
+    return _mm256_permute4x64_pd(_mm256_unpackhi_pd(lo, hi),
+                                 _MM_SHUFFLE(3, 1, 2, 0));
+}
+
 static inline __m256d evens_f64(__m256d lo, __m256d hi)
 {
     return _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi),
@@ -96,6 +109,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_MAX(a, b) _mm256_max_ps(a, b)
 #define V_MIN(a, b) _mm256_min_ps(a, b)
 #define V_MASK_OF_BITS(bits) mask_of_bits_f32(bits)
+#define V_ODDS(lo, hi) odds_f32(lo, hi)
 #define V_EVENS(lo, hi) evens_f32(lo, hi)
 #include "depthwise_simd.h"
 #undef ELEM
@@ -117,6 +131,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #undef V_MIN
 #undef V_EVENS
 #undef V_MASK_OF_BITS
+#undef V_ODDS
 
 #define ELEM double
 #define VEC __m256d
@@ -137,5 +152,6 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_MAX(a, b) _mm256_max_pd(a, b)
 #define V_MIN(a, b) _mm256_min_pd(a, b)
 #define V_MASK_OF_BITS(bits) mask_of_bits_f64(bits)
+#define V_ODDS(lo, hi) odds_f64(lo, hi)
 #define V_EVENS(lo, hi) evens_f64(lo, hi)
 #include "depthwise_simd.h"

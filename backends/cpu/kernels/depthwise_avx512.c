@@ -48,6 +48,11 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #define V_MAX(a, b) _mm512_max_ps(a, b)
 #define V_MIN(a, b) _mm512_min_ps(a, b)
 #define V_MASK_OF_BITS(bits) ((__mmask16)(bits))
+#define V_ODDS(lo, hi)                                                         \
+    _mm512_permutex2var_ps(lo,                                                 \
+                           _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17,    \
+                                             19, 21, 23, 25, 27, 29, 31),      \
+                           hi)
 #define V_EVENS(lo, hi)                                                        \
     _mm512_permutex2var_ps(lo,                                                 \
                            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16,    \
@@ -73,6 +78,7 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #undef V_MIN
 #undef V_EVENS
 #undef V_MASK_OF_BITS
+#undef V_ODDS
 
 #define ELEM double
 #define VEC __m512d
@@ -93,6 +99,8 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #define V_MAX(a, b) _mm512_max_pd(a, b)
 #define V_MIN(a, b) _mm512_min_pd(a, b)
 #define V_MASK_OF_BITS(bits) ((__mmask8)(bits))
+#define V_ODDS(lo, hi)                                                         \
+    _mm512_permutex2var_pd(lo, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), hi)
 #define V_EVENS(lo, hi)                                                        \
     _mm512_permutex2var_pd(lo, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), hi)
 #include "depthwise_simd.h"

@@ -16,6 +16,7 @@
  *   V_STORE_FIRST(p, n, v)        the first n (< LANES) lanes of v to p
  *   V_MAX(a, b), V_MIN(a, b)      b where either is NaN
  *   V_EVENS(lo, hi)               lanes 0, 2, 4, ... of lo then of hi
+ *   V_ODDS(lo, hi)                lanes 1, 3, 5, ... of lo then of hi
  *   V_MASK_OF_BITS(bits)          the mask of lanes l whose bit 1 << l is set
  *   FLAT_TABLE                    the most chunk x tap masks on the stack
  * Sums run in ELEM, one multiply-add per tap. */
@@ -204,41 +205,103 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
  * chunks instead of seven rows of 7 lanes, and a plane of any width runs
  * without the rows' per-row set-up. */
 
+/* Stride 2 (both ways): the plane is first split into its four phases
+ * (even and odd rows by even and odd columns, each ceil(H / 2) x ceil(W
+ * / 2), PHASES_MAX elements in all on the stack) by deinterleaving loads;
+ * output (p, q) then reads phase (y mod 2, x mod 2) at (p + floor((r
+ * dilation_h - pad_top) / 2), q + ...): stride 1 in the phase, so the flat
+ * row works with Q = ceil(W / 2). */
+#define PHASES_MAX 4096
+
 static inline int NAME(flat_takes)(const locus__depthwise_geometry *g,
                                    size_t p0, size_t p1)
 {
     size_t chunks = (g->out_h * g->out_w + LANES - 1) / LANES;
-    return g->stride_h == 1 && g->stride_w == 1 && g->out_w == g->width &&
-           p0 == 0 && p1 == g->out_h &&
-           chunks * g->kernel_h * g->kernel_w <= FLAT_TABLE;
+    size_t stride = g->stride_w;
+    if (g->stride_h != stride || (stride != 1 && stride != 2) || p0 != 0 ||
+        p1 != g->out_h || chunks * g->kernel_h * g->kernel_w > FLAT_TABLE)
+        return 0;
+    size_t w2 = (g->width + 1) / 2, h2 = (g->height + 1) / 2;
+    /* The split costs about what the rows kernel saves where a row is
+     * under two vectors of input: stride 2 only from there on. */
+    return stride == 1 ? g->out_w == g->width
+                       : g->out_w == w2 && 4 * h2 * w2 <= PHASES_MAX &&
+                             g->width >= 2 * LANES;
+}
+
+/* floor(v / 2) and v mod 2 for a signed v. */
+static inline ptrdiff_t NAME(half_down)(ptrdiff_t v)
+{
+    return v >= 0 ? v / 2 : -((-v + 1) / 2);
+}
+
+/* The four phases of an H x W plane, phase (a, b) at (2 a + b) h2 w2,
+ * row i holding in[(2 i + a) W + 2 j + b] for j < w2 (a last odd column
+ * or row past the plane is left unwritten: the masks never read it). */
+static inline void NAME(split_phases)(const ELEM *in, size_t H, size_t W,
+                                      ELEM *phases)
+{
+    const size_t h2 = (H + 1) / 2, w2 = (W + 1) / 2;
+    for (size_t y = 0; y < H; y++) {
+        const ELEM *row = in + y * W;
+        ELEM *even = phases + ((y % 2) * 2 * h2 + y / 2) * w2;
+        ELEM *odd = even + h2 * w2;
+        for (size_t x0 = 0; x0 < W; x0 += 2 * LANES) {
+            VEC lo = NAME(load_clipped)(row, (ptrdiff_t)x0, (ptrdiff_t)W);
+            VEC hi =
+                NAME(load_clipped)(row, (ptrdiff_t)(x0 + LANES), (ptrdiff_t)W);
+            size_t j = x0 / 2, n = w2 - j < LANES ? w2 - j : LANES;
+            if (n == LANES) {
+                V_STOREU(even + j, V_EVENS(lo, hi));
+                V_STOREU(odd + j, V_ODDS(lo, hi));
+            } else {
+                V_STORE_FIRST(even + j, n, V_EVENS(lo, hi));
+                V_STORE_FIRST(odd + j, n, V_ODDS(lo, hi));
+            }
+        }
+    }
 }
 
 static inline __attribute__((always_inline)) void
 NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                 const ELEM *planes_taps, const ELEM *bias, ELEM *planes_out,
-                size_t planes, const size_t R, const size_t S)
+                size_t planes, const size_t R, const size_t S,
+                const size_t stride)
 {
     const size_t H = g->height, W = g->width, P = g->out_h, Q = g->out_w;
     const size_t PQ = P * Q, chunks = (PQ + LANES - 1) / LANES;
+    const size_t h2 = (H + 1) / 2, w2 = (W + 1) / 2;
     MASK table[FLAT_TABLE];
     ptrdiff_t shift[LOCUS__DEPTHWISE_MAX_TAPS];
     for (size_t r = 0; r < R; r++)
         for (size_t s = 0; s < S; s++) {
-            shift[r * S + s] =
-                ((ptrdiff_t)(r * g->dilation_h) - (ptrdiff_t)g->pad_top) *
-                    (ptrdiff_t)W +
-                (ptrdiff_t)(s * g->dilation_w) - (ptrdiff_t)g->pad_left;
+            ptrdiff_t dy = (ptrdiff_t)(r * g->dilation_h) -
+                           (ptrdiff_t)g->pad_top,
+                      dx = (ptrdiff_t)(s * g->dilation_w) -
+                           (ptrdiff_t)g->pad_left;
+            if (stride == 1)
+                shift[r * S + s] = dy * (ptrdiff_t)W + dx;
+            else {
+                ptrdiff_t fy = NAME(half_down)(dy), fx = NAME(half_down)(dx);
+                ptrdiff_t phase = (dy - 2 * fy) * 2 + (dx - 2 * fx);
+                shift[r * S + s] =
+                    phase * (ptrdiff_t)(h2 * w2) + fy * (ptrdiff_t)w2 + fx;
+            }
             /* The outputs whose tap is inside: in each row p whose input
-             * row is, the columns [q0, q1), a range of lanes. */
+             * row is, the columns [q0, q1) (x = q stride + s dilation_w -
+             * pad_left in [0, W)), a range of lanes. */
             size_t shift_x = s * g->dilation_w;
-            size_t q0 = shift_x >= g->pad_left ? 0 : g->pad_left - shift_x;
-            size_t q1 =
-                W + g->pad_left > shift_x ? W + g->pad_left - shift_x : 0;
+            size_t q0 = shift_x >= g->pad_left
+                            ? 0
+                            : (g->pad_left - shift_x + stride - 1) / stride;
+            size_t q1 = W + g->pad_left > shift_x
+                            ? (W + g->pad_left - shift_x + stride - 1) / stride
+                            : 0;
             q1 = q1 < Q ? q1 : Q;
             uint16_t bits[FLAT_TABLE];
             memset(bits, 0, chunks * sizeof *bits);
             for (size_t p = 0; p < P && q0 < q1; p++) {
-                size_t y = p + r * g->dilation_h;
+                size_t y = p * stride + r * g->dilation_h;
                 if (y < g->pad_top || y - g->pad_top >= H)
                     continue;
                 for (size_t i = p * Q + q0, end = p * Q + q1; i < end;) {
@@ -251,8 +314,13 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
             for (size_t j = 0; j < chunks; j++)
                 table[j * R * S + r * S + s] = V_MASK_OF_BITS(bits[j]);
         }
+    ELEM phases[stride == 1 ? 1 : PHASES_MAX];
     for (size_t plane = 0; plane < planes; plane++) {
         const ELEM *in = planes_in + plane * H * W;
+        if (stride != 1) {
+            NAME(split_phases)(in, H, W, phases);
+            in = phases;
+        }
         const ELEM *taps = planes_taps + plane * R * S;
         ELEM *out = planes_out + plane * PQ;
         VEC t[LOCUS__DEPTHWISE_MAX_TAPS];
@@ -286,10 +354,12 @@ void NAME(locus__depthwise_rows)(const locus__depthwise_geometry *g,
 {
     size_t R = g->kernel_h, S = g->kernel_w;
     if (NAME(flat_takes)(g, p0, p1)) {
-        if (R == 3 && S == 3)
-            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3);
+        if (R == 3 && S == 3 && g->stride_w == 1)
+            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3, 1);
+        else if (R == 3 && S == 3)
+            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3, 2);
         else
-            NAME(flat_body)(g, in, taps, bias, out, planes, R, S);
+            NAME(flat_body)(g, in, taps, bias, out, planes, R, S, g->stride_w);
     } else if (R == 3 && S == 3 && g->stride_w == 1)
         NAME(rows_body)(g, in, taps, bias, out, planes, p0, p1, 3, 3, 1);
     else if (R == 3 && S == 3)
