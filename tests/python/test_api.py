@@ -190,13 +190,14 @@ def test_dlpack_cuda_claim_over_host_memory_is_refused(ctx):
     locus_buffer_wrap_device, which refuses it (CUDA's own check), or,
     without a cuda device, the binding does: never a copy."""
     a = rng.random((3, 3), dtype=np.float32)
+    c = np.empty((3, 3), np.float32)
     if "cuda:0" in DEVICES:
         with pytest.raises(locus.InvalidArgumentError) as caught:
-            ctx.gemm(DeviceDLPack(a), a)
+            ctx.gemm(DeviceDLPack(a), a, c)
         assert "host memory" in caught.value.message
     else:
         with pytest.raises(locus.Error) as caught:
-            ctx.gemm(DeviceDLPack(a), a)
+            ctx.gemm(DeviceDLPack(a), a, c)
         assert caught.value.name == "LOCUS_ERROR_DEVICE_UNAVAILABLE"
         assert "no cuda:0" in caught.value.message
 
