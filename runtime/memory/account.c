@@ -28,46 +28,73 @@
  * op accounts, and allocating and zeroing a list per worker (about 1 KiB
  * each, 17 on a 16-core machine) cost more than a small op's own work. An
  * op takes the thread's block (so an op inside an op, as calibration runs,
- * gets its own) and gives it back at release; the thread's exit frees it. */
+ * gets one of its own, freed at its release) and gives it back at release.
+ * The block is found through a thread-local pointer, which costs a few
+ * instructions where pthread_getspecific and two pthread_setspecific calls
+ * per op cost a hundred; the key is set once per block, only so that the
+ * thread's exit frees it. */
 typedef struct cached_lists {
     size_t count;
+    /* The shared list's lock, made with the block rather than per op. */
+    pthread_mutex_t other_lock;
     locus__range_list lists[];
 } cached_lists;
 
 static pthread_key_t cached_lists_key;
 static pthread_once_t cached_lists_once = PTHREAD_ONCE_INIT;
 static bool cached_lists_ready;
+/* One thread-local object, so that each use is one TLS lookup. */
+static _Thread_local struct {
+    cached_lists *lists;
+    bool taken; /* by an op now running on this thread */
+} thread_cache;
+
+static void free_lists(void *opaque)
+{
+    cached_lists *lists = opaque;
+    pthread_mutex_destroy(&lists->other_lock);
+    free(lists);
+}
 
 static void make_cached_lists_key(void)
 {
-    cached_lists_ready = pthread_key_create(&cached_lists_key, free) == 0;
+    cached_lists_ready = pthread_key_create(&cached_lists_key, free_lists) == 0;
 }
 
 static cached_lists *take_lists(size_t count)
 {
-    if (pthread_once(&cached_lists_once, make_cached_lists_key) == 0 &&
-        cached_lists_ready) {
-        cached_lists *cached = pthread_getspecific(cached_lists_key);
-        if (cached) {
-            pthread_setspecific(cached_lists_key, NULL);
-            if (cached->count >= count)
-                return cached;
-            free(cached);
-        }
+    cached_lists *cached = thread_cache.lists;
+    if (cached && !thread_cache.taken && cached->count >= count) {
+        thread_cache.taken = true;
+        return cached;
     }
     cached_lists *fresh =
         locus__malloc(sizeof *fresh + count * sizeof fresh->lists[0]);
-    if (fresh)
-        fresh->count = count;
+    if (!fresh)
+        return NULL;
+    fresh->count = count;
+    pthread_mutex_init(&fresh->other_lock, NULL);
+    if (thread_cache.taken)
+        return fresh; /* an op inside an op: its own block */
+    /* The first block of this thread, or one too small (a larger pool):
+     * the thread keeps this one instead. */
+    if (pthread_once(&cached_lists_once, make_cached_lists_key) != 0 ||
+        !cached_lists_ready ||
+        pthread_setspecific(cached_lists_key, fresh) != 0)
+        return fresh; /* not kept: freed at release */
+    if (cached)
+        free_lists(cached);
+    thread_cache.lists = fresh;
+    thread_cache.taken = true;
     return fresh;
 }
 
 static void give_back_lists(cached_lists *lists)
 {
-    if (cached_lists_ready && !pthread_getspecific(cached_lists_key) &&
-        pthread_setspecific(cached_lists_key, lists) == 0)
-        return;
-    free(lists);
+    if (lists == thread_cache.lists)
+        thread_cache.taken = false;
+    else
+        free_lists(lists);
 }
 
 locus_status locus__account_begin(locus__account *account,
@@ -91,7 +118,7 @@ locus_status locus__account_begin(locus__account *account,
         list->exact_pages_left = EXACT_PAGES_PER_LIST;
         list->counters_started = false;
     }
-    pthread_mutex_init(&account->other_lock, NULL);
+    account->other_lock = &account->storage->other_lock;
     return LOCUS_SUCCESS;
 }
 
@@ -305,9 +332,9 @@ static void record_range(locus__account *account, locus__read_range range)
     if (position >= 0)
         range.near_nodes =
             node_bit(account->topology->nodes[position].os_index);
-    pthread_mutex_lock(&account->other_lock);
+    pthread_mutex_lock(account->other_lock);
     append(account, &account->lists[account->worker_lists], &range);
-    pthread_mutex_unlock(&account->other_lock);
+    pthread_mutex_unlock(account->other_lock);
 }
 
 void locus__account_read(locus__account *account, const void *memory,
@@ -335,9 +362,9 @@ void locus__account_transfer(locus_op_context *op, const void *memory,
         return;
     locus__account *account = op->runtime_private;
     locus__read_range range = {memory, bytes, bytes, near_nodes};
-    pthread_mutex_lock(&account->other_lock);
+    pthread_mutex_lock(account->other_lock);
     append(account, &account->lists[account->worker_lists], &range);
-    pthread_mutex_unlock(&account->other_lock);
+    pthread_mutex_unlock(account->other_lock);
 }
 
 /* The workers' DRAM lines by node, when every worker that read had
@@ -406,7 +433,6 @@ void locus__account_release(locus__account *account)
 {
     if (!account->storage)
         return;
-    pthread_mutex_destroy(&account->other_lock);
     give_back_lists(account->storage);
     account->storage = NULL;
     account->lists = NULL;

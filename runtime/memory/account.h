@@ -49,7 +49,7 @@ typedef struct locus__account {
     int worker_lists;
     locus__range_list *lists;
     struct cached_lists *storage; /* the block lists lie in (account.c) */
-    pthread_mutex_t other_lock;
+    pthread_mutex_t *other_lock;  /* in storage, made with it */
     /* The op's buffers: a range inside one resolves against its cached
      * page map instead of asking the kernel. */
     locus_buffer *const *buffers;

@@ -15,10 +15,18 @@
  * stack arrays. */
 #define PAGES_PER_QUERY 1024
 
+/* Asked several times by every op's accounting (the page maps): kept, as
+ * it never changes while the process runs. */
 size_t locus__page_size(void)
 {
-    long size = sysconf(_SC_PAGESIZE);
-    return size > 0 ? (size_t)size : 4096;
+    static size_t cached;
+    size_t size = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (size == 0) {
+        long queried = sysconf(_SC_PAGESIZE);
+        size = queried > 0 ? (size_t)queried : 4096;
+        __atomic_store_n(&cached, size, __ATOMIC_RELAXED);
+    }
+    return size;
 }
 
 void locus_page_report_init(locus_page_report *report)

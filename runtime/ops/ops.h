@@ -100,6 +100,24 @@ struct locus__op_run {
     bool outputs_untouched;
 };
 
+/* Readies a run for an entry point: its context, type and no operands
+ * yet. Only what is read before the life cycle sets it is written: the
+ * record, the accounting and the choice (a kilobyte and more) are filled
+ * by choose and begin, and zeroing them first as well cost a small op
+ * more than its checks. */
+static inline void locus__op_run_start(locus__op_run *run,
+                                       locus_context *context,
+                                       const locus__op_type *type)
+{
+    run->context = context;
+    run->type = type;
+    for (size_t i = 0; i < LOCUS__OP_MAX_OPERANDS; i++)
+        run->operands[i] = (locus__operand){NULL, 0, NULL};
+    run->device = NULL;
+    run->committed = false;
+    run->outputs_untouched = false;
+}
+
 /* An output may not also be an input (memory compared): refused with the
  * operands' names. */
 locus_status locus__op_check_aliasing(const locus__op_run *run);

@@ -265,7 +265,8 @@ static locus_status gemm_scale_c(locus_context *context, locus_device *device,
                                  locus_buffer *c, size_t mn,
                                  locus_record *record)
 {
-    locus__op_run run = {.context = context, .type = &gemm_scale_op};
+    locus__op_run run;
+    locus__op_run_start(&run, context, &gemm_scale_op);
     bool write_only = c_write_only(resolved, mn, c);
     run.operands[0] = (locus__operand){
         c, write_only ? LOCUS__WRITE : LOCUS__READ_WRITE, NULL};
@@ -288,7 +289,8 @@ static locus_status gemm_full(locus_context *context, locus_device *device,
                               locus_buffer *b, locus_buffer *c, size_t mn,
                               size_t mnk, locus_record *record)
 {
-    locus__op_run run = {.context = context, .type = &locus__gemm_op};
+    locus__op_run run;
+    locus__op_run_start(&run, context, &locus__gemm_op);
     bool write_only = c_write_only(resolved, mn, c);
     run.operands[0] = (locus__operand){a, LOCUS__READ, NULL};
     run.operands[1] = (locus__operand){b, LOCUS__READ, NULL};

@@ -108,7 +108,8 @@ LOCUS_API locus_status locus_reduce(locus_context *context,
     if (status != LOCUS_SUCCESS)
         return status;
 
-    locus__op_run run = {.context = context, .type = &locus__reduce_op};
+    locus__op_run run;
+    locus__op_run_start(&run, context, &locus__reduce_op);
     run.operands[0] = (locus__operand){x, LOCUS__READ, NULL};
     locus_buffer *inputs[] = {x};
     locus__op_cost cost = {.op = &locus__reduce_op.model,
