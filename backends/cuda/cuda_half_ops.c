@@ -31,6 +31,17 @@
 #define HALF_ALIGN_ELEMENTS 8 /* 16 bytes, what TMA wants of a row */
 #define HALF_WORKSPACE_ALIGN ((size_t)1024)
 
+/* The dtype's name for messages and records, as locus_dtype_str spells
+ * it: a module calls no liblocus function (backend.h), so that it loads
+ * under the static library too. */
+static const char *half_dtype_name(locus_dtype dtype)
+{
+    return dtype == LOCUS_DTYPE_BF16  ? "bf16"
+           : dtype == LOCUS_DTYPE_F16 ? "f16"
+           : dtype == LOCUS_DTYPE_F64 ? "f64"
+                                      : "f32";
+}
+
 int locus__cuda_half_dtype(locus_dtype dtype)
 {
     return dtype == LOCUS_DTYPE_BF16 || dtype == LOCUS_DTYPE_F16;
@@ -136,7 +147,7 @@ locus_status locus__cuda_gemm_half_op(cuda_state *state, size_t index,
         return state->services->fail(LOCUS_ERROR_NOT_SUPPORTED,
                                      "cuda %s gemm %zux%zux%zu: above what "
                                      "one launch covers (m up to %zu rows)",
-                                     locus_dtype_str(desc->dtype), g.m, g.n,
+                                     half_dtype_name(desc->dtype), g.m, g.n,
                                      g.k, (size_t)65535 * 128);
     cuda_device *device = NULL;
     locus_status status = locus__cuda_begin(state, index, &device);
@@ -160,7 +171,7 @@ locus_status locus__cuda_gemm_half_op(cuda_state *state, size_t index,
     if (status == LOCUS_SUCCESS && err != cudaSuccess)
         status = locus__cuda_fail(
             state, index, err, "%s gemm launch %zux%zux%zu (%s)",
-            locus_dtype_str(desc->dtype), g.m, g.n, g.k, kernel);
+            half_dtype_name(desc->dtype), g.m, g.n, g.k, kernel);
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "gemm");
     if (status == LOCUS_SUCCESS)
@@ -216,7 +227,7 @@ locus_status locus__cuda_conv2d_half_op(cuda_state *state, size_t index,
             LOCUS_ERROR_NOT_SUPPORTED,
             "cuda conv2d in %s: only im2col (and auto) is implemented, not "
             "algorithm %d",
-            locus_dtype_str(desc->dtype), (int)desc->algorithm);
+            half_dtype_name(desc->dtype), (int)desc->algorithm);
     const int type = (int)desc->dtype;
     const size_t pq = cv->out_h * cv->out_w;
     const size_t crs = cv->channels * cv->kernel_h * cv->kernel_w;
@@ -231,7 +242,7 @@ locus_status locus__cuda_conv2d_half_op(cuda_state *state, size_t index,
                                      "cuda conv2d in %s: %zu filters or %zu "
                                      "positions are above what one GEMM "
                                      "launch covers",
-                                     locus_dtype_str(desc->dtype), cv->filters,
+                                     half_dtype_name(desc->dtype), cv->filters,
                                      pq);
     cuda_device *device = NULL;
     locus_status status = locus__cuda_begin(state, index, &device);
@@ -275,7 +286,7 @@ locus_status locus__cuda_conv2d_half_op(cuda_state *state, size_t index,
     if (status == LOCUS_SUCCESS && err != cudaSuccess)
         status = locus__cuda_fail(
             state, index, err, "%s conv2d launch (im2col, %s)",
-            locus_dtype_str(desc->dtype), kernel != NULL ? kernel : "lowering");
+            half_dtype_name(desc->dtype), kernel != NULL ? kernel : "lowering");
     if (status == LOCUS_SUCCESS)
         status = locus__cuda_sync(state, index, "conv2d");
     if (status == LOCUS_SUCCESS)
