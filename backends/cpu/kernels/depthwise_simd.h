@@ -266,7 +266,7 @@ static inline __attribute__((always_inline)) void
 NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                 const ELEM *planes_taps, const ELEM *bias, ELEM *planes_out,
                 size_t planes, const size_t R, const size_t S,
-                const size_t stride)
+                const size_t stride, ELEM *phases)
 {
     const size_t H = g->height, W = g->width, P = g->out_h, Q = g->out_w;
     const size_t PQ = P * Q, chunks = (PQ + LANES - 1) / LANES;
@@ -314,7 +314,6 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
             for (size_t j = 0; j < chunks; j++)
                 table[j * R * S + r * S + s] = V_MASK_OF_BITS(bits[j]);
         }
-    ELEM phases[stride == 1 ? 1 : PHASES_MAX];
     for (size_t plane = 0; plane < planes; plane++) {
         const ELEM *in = planes_in + plane * H * W;
         if (stride != 1) {
@@ -347,6 +346,20 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
     }
 }
 
+/* The flat path at stride 2, with its phases' buffer: in a function of
+ * its own, so that only it has the buffer on its stack. */
+static __attribute__((noinline)) void
+NAME(flat_strided)(const locus__depthwise_geometry *g, const ELEM *in,
+                   const ELEM *taps, const ELEM *bias, ELEM *out, size_t planes)
+{
+    ELEM phases[PHASES_MAX];
+    size_t R = g->kernel_h, S = g->kernel_w;
+    if (R == 3 && S == 3)
+        NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3, 2, phases);
+    else
+        NAME(flat_body)(g, in, taps, bias, out, planes, R, S, 2, phases);
+}
+
 void NAME(locus__depthwise_rows)(const locus__depthwise_geometry *g,
                                  const ELEM *in, const ELEM *taps,
                                  const ELEM *bias, ELEM *out, size_t planes,
@@ -354,12 +367,12 @@ void NAME(locus__depthwise_rows)(const locus__depthwise_geometry *g,
 {
     size_t R = g->kernel_h, S = g->kernel_w;
     if (NAME(flat_takes)(g, p0, p1)) {
-        if (R == 3 && S == 3 && g->stride_w == 1)
-            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3, 1);
+        if (g->stride_w == 2)
+            NAME(flat_strided)(g, in, taps, bias, out, planes);
         else if (R == 3 && S == 3)
-            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3, 2);
+            NAME(flat_body)(g, in, taps, bias, out, planes, 3, 3, 1, NULL);
         else
-            NAME(flat_body)(g, in, taps, bias, out, planes, R, S, g->stride_w);
+            NAME(flat_body)(g, in, taps, bias, out, planes, R, S, 1, NULL);
     } else if (R == 3 && S == 3 && g->stride_w == 1)
         NAME(rows_body)(g, in, taps, bias, out, planes, p0, p1, 3, 3, 1);
     else if (R == 3 && S == 3)
