@@ -399,10 +399,10 @@ static inline void NAME(taps_inside)(size_t o, size_t stride, size_t dilation,
     *t1 = end;
 }
 
-void NAME(locus__depthwise_nhwc)(const locus__depthwise_geometry *g,
-                                 size_t channels, const ELEM *in,
-                                 const ELEM *taps, const ELEM *bias, ELEM *out,
-                                 size_t p0, size_t p1)
+/* NHWC with any number of taps, read from memory. */
+static void NAME(nhwc_any)(const locus__depthwise_geometry *g, size_t channels,
+                           const ELEM *in, const ELEM *taps, const ELEM *bias,
+                           ELEM *out, size_t p0, size_t p1)
 {
     const size_t C = channels, W = g->width, Q = g->out_w, S = g->kernel_w;
     for (size_t p = p0; p < p1; p++) {
@@ -444,4 +444,76 @@ void NAME(locus__depthwise_nhwc)(const locus__depthwise_geometry *g,
             }
         }
     }
+}
+
+/* NHWC with R and S as arguments (constants 3, 3: the taps of a channel
+ * chunk stay in registers across the row's outputs). */
+static inline __attribute__((always_inline)) void
+NAME(nhwc_body)(const locus__depthwise_geometry *g, size_t channels,
+                const ELEM *in, const ELEM *taps, const ELEM *bias, ELEM *out,
+                size_t p0, size_t p1, const size_t R, const size_t S)
+{
+    const size_t C = channels, W = g->width, Q = g->out_w;
+    const size_t row = g->dilation_h * W * C, column = g->dilation_w * C;
+    for (size_t p = p0; p < p1; p++) {
+        size_t r0, r1;
+        NAME(taps_inside)
+        (p, g->stride_h, g->dilation_h, g->pad_top, g->height, R, &r0, &r1);
+        for (size_t c0 = 0; c0 < C; c0 += LANES) {
+            /* The channels' vectors in full, or their first n lanes (none
+             * past the channels read). */
+            size_t n = C - c0 < LANES ? C - c0 : LANES;
+            MASK m = V_LANES(0, (ptrdiff_t)n);
+#define LOAD_CHANNELS(ptr)                                                     \
+    (n == LANES ? V_LOADU(ptr) : V_LOAD_MASKED((uintptr_t)(ptr), m))
+            VEC t[LOCUS__DEPTHWISE_MAX_TAPS];
+            for (size_t i = 0; i < R * S; i++)
+                t[i] = LOAD_CHANNELS(taps + i * C + c0);
+            const VEC b = bias ? LOAD_CHANNELS(bias + c0) : V_ZERO();
+            for (size_t q = 0; q < Q; q++) {
+                size_t s0, s1;
+                NAME(taps_inside)
+                (q, g->stride_w, g->dilation_w, g->pad_left, W, S, &s0, &s1);
+                /* Tap (r, s)'s inputs: in + (at + r row + s column), the
+                 * sum taken modulo 2^N (at wraps where the window starts
+                 * in the padding; the taps read are inside). */
+                size_t at = (p * g->stride_h - g->pad_top) * W * C +
+                            (q * g->stride_w - g->pad_left) * C + c0;
+                VEC a[3] = {b, V_ZERO(), V_ZERO()};
+                for (size_t r = 0; r < R; r++) {
+                    if (r < r0 || r >= r1)
+                        continue;
+                    for (size_t s = 0; s < S; s++) {
+                        if (s < s0 || s >= s1)
+                            continue;
+                        a[r % 3] = V_FMA(
+                            LOAD_CHANNELS(in + (at + r * row + s * column)),
+                            t[r * S + s], a[r % 3]);
+                    }
+                }
+                VEC acc = NAME(activate)(g->activation,
+                                         V_ADD(V_ADD(a[0], a[1]), a[2]));
+                ELEM *o = out + (p * Q + q) * C + c0;
+                if (n == LANES)
+                    V_STOREU(o, acc);
+                else
+                    V_STORE_FIRST(o, n, acc);
+            }
+#undef LOAD_CHANNELS
+        }
+    }
+}
+
+void NAME(locus__depthwise_nhwc)(const locus__depthwise_geometry *g,
+                                 size_t channels, const ELEM *in,
+                                 const ELEM *taps, const ELEM *bias, ELEM *out,
+                                 size_t p0, size_t p1)
+{
+    size_t R = g->kernel_h, S = g->kernel_w;
+    if (R == 3 && S == 3)
+        NAME(nhwc_body)(g, channels, in, taps, bias, out, p0, p1, 3, 3);
+    else if (R * S <= LOCUS__DEPTHWISE_MAX_TAPS)
+        NAME(nhwc_body)(g, channels, in, taps, bias, out, p0, p1, R, S);
+    else
+        NAME(nhwc_any)(g, channels, in, taps, bias, out, p0, p1);
 }
