@@ -290,7 +290,8 @@ static dw_case small_planes_case(void)
 {
     for (;;) {
         dw_case dc = {0};
-        dc.n = test_rng_range(1, 2);
+        /* Three images: a worker's planes then cross an image's end. */
+        dc.n = test_rng_range(1, 3);
         dc.c = 20;
         dc.m = 1;
         dc.h = test_rng_range(1, 9);
