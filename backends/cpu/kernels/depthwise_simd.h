@@ -222,11 +222,8 @@ static inline int NAME(flat_takes)(const locus__depthwise_geometry *g,
         p1 != g->out_h || chunks * g->kernel_h * g->kernel_w > FLAT_TABLE)
         return 0;
     size_t w2 = (g->width + 1) / 2, h2 = (g->height + 1) / 2;
-    /* The split costs about what the rows kernel saves where a row is
-     * under two vectors of input: stride 2 only from there on. */
     return stride == 1 ? g->out_w == g->width
-                       : g->out_w == w2 && 4 * h2 * w2 <= PHASES_MAX &&
-                             g->width >= 2 * LANES;
+                       : g->out_w == w2 && 4 * h2 * w2 <= PHASES_MAX;
 }
 
 /* floor(v / 2) and v mod 2 for a signed v. */
@@ -242,22 +239,28 @@ static inline void NAME(split_phases)(const ELEM *in, size_t H, size_t W,
                                       ELEM *phases)
 {
     const size_t h2 = (H + 1) / 2, w2 = (W + 1) / 2;
+    /* Pieces of 2 LANES inputs: the whole ones with plain loads and
+     * stores, the last partial one with masks made once a plane. */
+    const size_t whole = W / (2 * LANES), x_last = whole * 2 * LANES;
+    const ptrdiff_t rest = (ptrdiff_t)(W - x_last);
+    const MASK lo_mask = V_LANES(0, rest), hi_mask = V_LANES(0, rest - LANES);
+    const size_t n_last = w2 - x_last / 2;
     for (size_t y = 0; y < H; y++) {
         const ELEM *row = in + y * W;
         ELEM *even = phases + ((y % 2) * 2 * h2 + y / 2) * w2;
         ELEM *odd = even + h2 * w2;
-        for (size_t x0 = 0; x0 < W; x0 += 2 * LANES) {
-            VEC lo = NAME(load_clipped)(row, (ptrdiff_t)x0, (ptrdiff_t)W);
+        for (size_t k = 0; k < whole; k++) {
+            VEC lo = V_LOADU(row + 2 * k * LANES);
+            VEC hi = V_LOADU(row + 2 * k * LANES + LANES);
+            V_STOREU(even + k * LANES, V_EVENS(lo, hi));
+            V_STOREU(odd + k * LANES, V_ODDS(lo, hi));
+        }
+        if (rest > 0) {
+            VEC lo = NAME(load_masked)(row, (ptrdiff_t)x_last, lo_mask);
             VEC hi =
-                NAME(load_clipped)(row, (ptrdiff_t)(x0 + LANES), (ptrdiff_t)W);
-            size_t j = x0 / 2, n = w2 - j < LANES ? w2 - j : LANES;
-            if (n == LANES) {
-                V_STOREU(even + j, V_EVENS(lo, hi));
-                V_STOREU(odd + j, V_ODDS(lo, hi));
-            } else {
-                V_STORE_FIRST(even + j, n, V_EVENS(lo, hi));
-                V_STORE_FIRST(odd + j, n, V_ODDS(lo, hi));
-            }
+                NAME(load_masked)(row, (ptrdiff_t)(x_last + LANES), hi_mask);
+            V_STORE_FIRST(even + x_last / 2, n_last, V_EVENS(lo, hi));
+            V_STORE_FIRST(odd + x_last / 2, n_last, V_ODDS(lo, hi));
         }
     }
 }
