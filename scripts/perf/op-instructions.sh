@@ -4,9 +4,11 @@
 #
 #   sh scripts/perf/op-instructions.sh BUILD_DIR [SOURCE_DIR] [COUNT]
 #
-# BUILD_DIR holds runtime/liblocus.so (a release build); SOURCE_DIR is the
-# tree it was built from (default: this one), whose include/ the driver
-# (op_overhead.c, beside this script) is compiled against. For reduce 1024
+# BUILD_DIR holds runtime/liblocus.so (a release build without -g: with
+# debug info callgrind splits a function's inclusive cost by the files its
+# inlined lines come from, and the backend column reads short); SOURCE_DIR
+# is the tree it was built from (default: this one), whose include/ the
+# driver (op_overhead.c, beside this script) is compiled against. For reduce 1024
 # and gemm 32 on the cpu, with a record as `locus bench` asks, and for
 # reduce 1024 left to the scheduler (auto), it prints instructions per op
 # in all, in the CPU backend's op function (the kernel and what it calls)
