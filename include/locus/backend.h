@@ -238,6 +238,11 @@ typedef struct locus_backend_rates {
      * no such cost (the device prepares its filter in every call, and its
      * conv rate includes it). */
     double conv_filter_bytes;
+    /* Appended in 0.4: what an op on the worker pool pays on top when its
+     * workers have slept only briefly (past their spin, before their cores
+     * reach deep idle states), where wake_seconds is the deep sleep's. 0:
+     * not known, and the runtime takes a quarter of wake_seconds. */
+    double shallow_wake_seconds;
 } locus_backend_rates;
 
 /* Nominal figures of the usual shape for a device whose data crosses a

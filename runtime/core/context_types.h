@@ -54,6 +54,7 @@ typedef struct locus__choice_memo {
     uint64_t masks[LOCUS__MEMO_INPUTS];
     size_t sizes[LOCUS__MEMO_INPUTS];
     uint64_t asleep; /* devices whose pool workers were asleep */
+    uint64_t deep;   /* of those, whose were deeply asleep */
     size_t count;
     locus_device *device;
     double estimated_seconds;

@@ -45,6 +45,7 @@ typedef struct worker {
     void *arg;
     int rank, ranks;
     atomic_ulong posted;
+    atomic_ulong roused; /* prewakes asked of it (locus__pool_prewake) */
     atomic_bool sleeping;
     _Atomic double idle_since; /* when its last job ended, or it started */
 } worker;
@@ -133,14 +134,16 @@ static void wait_until(locus__pool *pool, bool (*done)(const void *),
 typedef struct mailbox_watch {
     const worker *self;
     unsigned long seen;
-    unsigned long job; /* job_seq of the job it last ran */
-    int ranks;         /* that job's ranks */
+    unsigned long roused; /* the prewakes it has answered */
+    unsigned long job;    /* job_seq of the job it last ran */
+    int ranks;            /* that job's ranks */
 } mailbox_watch;
 
 static bool mailbox_changed(const void *arg)
 {
     const mailbox_watch *watch = arg;
     return atomic_load(&watch->self->posted) != watch->seen ||
+           atomic_load(&watch->self->roused) != watch->roused ||
            atomic_load(&watch->self->pool->stopping);
 }
 
@@ -163,12 +166,20 @@ static void *worker_main(void *argument)
     worker *self = argument;
     locus__pool *pool = self->pool;
     current_worker = self->index;
-    mailbox_watch watch = {self, 0, 0, 0};
+    mailbox_watch watch = {self, 0, 0, 0, 0};
     for (;;) {
         wait_until(pool, mailbox_changed, job_running, &watch, &self->sleeping,
                    &pool->job_ready);
         if (atomic_load(&pool->stopping))
             break;
+        watch.roused = atomic_load(&self->roused);
+        if (atomic_load(&self->posted) == watch.seen) {
+            /* Woken without a job: idle from now, so that it spins
+             * SPIN_SECONDS again and then sleeps only shallowly. */
+            atomic_store_explicit(&self->idle_since, locus__now_seconds(),
+                                  memory_order_relaxed);
+            continue;
+        }
         watch.seen = atomic_load(&self->posted);
         watch.job = atomic_load(&pool->job_seq);
         int ranks = self->ranks;
@@ -361,6 +372,7 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
         workers[i].index = i;
         workers[i].info = chosen[i];
         atomic_init(&workers[i].posted, 0);
+        atomic_init(&workers[i].roused, 0);
         atomic_init(&workers[i].sleeping, false);
         atomic_init(&workers[i].idle_since, locus__now_seconds());
     }
@@ -470,11 +482,13 @@ static locus_status job_workers(const locus__pool *pool, int node_os_index,
  * asleep right after the look is missed, and one that is already being
  * woken is counted; either way the op is within a spin window of the
  * answer. */
-bool locus__pool_asleep(const locus__pool *pool, int node_os_index)
+locus__pool_sleep locus__pool_sleep_state(const locus__pool *pool,
+                                          int node_os_index)
 {
     int first, count;
     node_range(pool, node_os_index, &first, &count);
     double now = 0;
+    locus__pool_sleep state = LOCUS__POOL_SPINNING;
     for (int i = first; i < first + count; i++) {
         const worker *w = &pool->workers[i];
         if (!atomic_load_explicit(&w->sleeping, memory_order_relaxed))
@@ -483,9 +497,36 @@ bool locus__pool_asleep(const locus__pool *pool, int node_os_index)
             now = locus__now_seconds();
         if (now - atomic_load_explicit(&w->idle_since, memory_order_relaxed) >=
             DEEP_IDLE_SECONDS)
-            return true;
+            return LOCUS__POOL_DEEP_ASLEEP;
+        state = LOCUS__POOL_SHALLOW_ASLEEP;
     }
-    return false;
+    return state;
+}
+
+bool locus__pool_asleep(const locus__pool *pool, int node_os_index)
+{
+    return locus__pool_sleep_state(pool, node_os_index) ==
+           LOCUS__POOL_DEEP_ASLEEP;
+}
+
+/* The handshake of a job's post (the top of the file), with `roused` for
+ * `posted`: a worker about to sleep sees the bump, or the broadcast finds
+ * it asleep. A worker that is spinning answers too, and merely spins
+ * SPIN_SECONDS longer. */
+void locus__pool_prewake(locus__pool *pool, int node_os_index)
+{
+    int first, count;
+    node_range(pool, node_os_index, &first, &count);
+    bool any_sleeping = false;
+    for (int i = first; i < first + count; i++)
+        atomic_fetch_add(&pool->workers[i].roused, 1);
+    for (int i = first; i < first + count && !any_sleeping; i++)
+        any_sleeping = atomic_load(&pool->workers[i].sleeping);
+    if (any_sleeping) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->job_ready);
+        pthread_mutex_unlock(&pool->lock);
+    }
 }
 
 typedef struct finished_watch {

@@ -40,11 +40,26 @@ locus_status locus__pool_run(locus__pool *pool, int node_os_index,
                              locus_worker_fn fn, void *arg);
 void locus__pool_split(size_t total, size_t align, int rank, int ranks,
                        size_t *begin, size_t *end);
-/* Whether a job on the workers of a node (-1: all) would find one of them
- * asleep for a millisecond or more, and so pay its full wake-up (the cost
- * model's wake term, sched.c). Cheap: a load of each such worker's flag,
+/* What a job on the workers of a node (-1: all) would find: all of them
+ * spinning (no wake-up to pay), one asleep for less than a millisecond
+ * (a shallow wake-up), or one asleep for longer (the full wake-up): the
+ * cost model's wake term, sched.c. The worst worker counts, since a job
+ * waits for its slowest rank. Cheap: a load of each such worker's flag,
  * and a clock read only when one is asleep. */
+typedef enum locus__pool_sleep {
+    LOCUS__POOL_SPINNING,
+    LOCUS__POOL_SHALLOW_ASLEEP,
+    LOCUS__POOL_DEEP_ASLEEP,
+} locus__pool_sleep;
+locus__pool_sleep locus__pool_sleep_state(const locus__pool *pool,
+                                          int node_os_index);
+/* Whether that is LOCUS__POOL_DEEP_ASLEEP. */
 bool locus__pool_asleep(const locus__pool *pool, int node_os_index);
+/* Wakes the sleeping workers of a node (-1: all) without a job: they spin
+ * SPIN_SECONDS and sleep again, so that the next job finds them at most
+ * shallowly asleep. For the scheduler, when an op went elsewhere only
+ * because these workers slept deeply. Does not wait. */
+void locus__pool_prewake(locus__pool *pool, int node_os_index);
 /* The pool index of the calling thread, -1 when it is not a worker. */
 int locus__pool_current_worker(void);
 

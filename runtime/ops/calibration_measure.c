@@ -23,6 +23,10 @@
  * take about a millisecond to reach (on the H200 host a 4 MiB reduce took
  * 13-30 us back to back, 47 us after 100 us idle, 174 us after 1 ms). */
 #define WAKE_IDLE_SECONDS 2e-3
+/* The shallow wake-up: an idle just past the workers' spin, well short of
+ * the millisecond after which the pool counts them deep asleep (pool.c's
+ * DEEP_IDLE_SECONDS), so that their cores are in light idle states. */
+#define SHALLOW_IDLE_SECONDS 200e-6
 #define MAX_WAKE_SAMPLES 15
 
 typedef struct locus__measure_plan {
@@ -211,10 +215,35 @@ static size_t smallest_pooled_floats(const locus_device *device)
     return (size_t)(bytes / sizeof(float));
 }
 
-/* What an op pays when the pool's workers are asleep: the robust mean of
- * a reduce run after WAKE_IDLE_SECONDS idle, less that of the same reduce
- * back to back (workers spinning). The reduce is the smallest the backend
- * hands to the pool, so what differs is the wake-up, not the reading. */
+/* The robust mean of `samples` runs of the reduce, each after `seconds`
+ * idle, less `hot`: what the wake-up from that idle adds. A machine whose
+ * cores do not sleep deeply (or a noisy run) may find no difference at
+ * all: no wake-up then, never a negative one. */
+static locus_status time_after_idle(locus_context *context,
+                                    locus_device *device, reduce_args *args,
+                                    double seconds, size_t samples, double hot,
+                                    double *wake)
+{
+    double cold[MAX_WAKE_SAMPLES];
+    locus_status status = LOCUS_SUCCESS;
+    for (size_t i = 0; i < samples && status == LOCUS_SUCCESS; i++) {
+        idle(seconds);
+        double started = locus__now_seconds();
+        status = run_reduce(context, device, args);
+        cold[i] = locus__now_seconds() - started;
+    }
+    if (status != LOCUS_SUCCESS)
+        return status;
+    double extra = locus__robust_mean(cold, samples) - hot;
+    *wake = extra > 0 ? extra : 0;
+    return LOCUS_SUCCESS;
+}
+
+/* What an op pays when the pool's workers are asleep, deeply (after
+ * WAKE_IDLE_SECONDS idle) and shallowly (after SHALLOW_IDLE_SECONDS): a
+ * reduce run after that idle, less the same reduce back to back (workers
+ * spinning). The reduce is the smallest the backend hands to the pool, so
+ * what differs is the wake-up, not the reading. */
 static locus_status measure_wake(locus_context *context, locus_device *device,
                                  size_t samples, locus__rates *rates)
 {
@@ -222,24 +251,18 @@ static locus_status measure_wake(locus_context *context, locus_device *device,
     locus_status status = make_buffer(context, args.count, &args.x);
     if (status != LOCUS_SUCCESS)
         return status;
-    double hot = 0, cold[MAX_WAKE_SAMPLES];
+    double hot = 0;
     if (samples > MAX_WAKE_SAMPLES)
         samples = MAX_WAKE_SAMPLES;
     status = time_op(context, device, run_reduce, &args, LAUNCH_SAMPLES, &hot);
-    for (size_t i = 0; i < samples && status == LOCUS_SUCCESS; i++) {
-        idle(WAKE_IDLE_SECONDS);
-        double started = locus__now_seconds();
-        status = run_reduce(context, device, &args);
-        cold[i] = locus__now_seconds() - started;
-    }
+    if (status == LOCUS_SUCCESS)
+        status = time_after_idle(context, device, &args, WAKE_IDLE_SECONDS,
+                                 samples, hot, &rates->wake_seconds);
+    if (status == LOCUS_SUCCESS)
+        status = time_after_idle(context, device, &args, SHALLOW_IDLE_SECONDS,
+                                 samples, hot, &rates->shallow_wake_seconds);
     locus_buffer_destroy(args.x);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    /* A machine whose cores do not sleep deeply (or a noisy run) may find
-     * no difference at all: no wake-up then, never a negative one. */
-    double extra = locus__robust_mean(cold, samples) - hot;
-    rates->wake_seconds = extra > 0 ? extra : 0;
-    return LOCUS_SUCCESS;
+    return status;
 }
 
 /* The plan's largest size, less on a device with under 16 times that of

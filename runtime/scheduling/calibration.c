@@ -127,6 +127,15 @@ static void keep_positive(double *value, double fallback)
         *value = fallback;
 }
 
+/* A shallow sleep's wake-up where the backend names none: a quarter of
+ * the deep one's, about what the H200 host's cores pay after 100 us idle
+ * against 1 ms (docs/SCHEDULER.md). */
+static void default_shallow_wake(locus__rates *rates)
+{
+    if (!(rates->shallow_wake_seconds > 0))
+        rates->shallow_wake_seconds = rates->wake_seconds / 4;
+}
+
 void locus__nominal_rates(const locus_device *device, locus__rates *rates)
 {
     locus__rates generic;
@@ -134,6 +143,7 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
     const locus__backend_slot *slot = device->backend;
     if (!slot->table->nominal_rates) {
         *rates = generic;
+        default_shallow_wake(rates);
         return;
     }
     memset(rates, 0, sizeof *rates);
@@ -147,6 +157,7 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
                       generic.upload_pageable_bytes);
         keep_positive(&rates->download_bytes, generic.download_bytes);
     }
+    default_shallow_wake(rates);
 }
 
 /* ---- publishing figures ------------------------------------------------ */
@@ -169,7 +180,8 @@ void locus__nominal_rates(const locus_device *device, locus__rates *rates)
     X(conv_flops_f64)                                                          \
     X(gemm_flops_half)                                                         \
     X(conv_flops_half)                                                         \
-    X(conv_filter_bytes)
+    X(conv_filter_bytes)                                                       \
+    X(shallow_wake_seconds)
 #define COUNT_FIELD(name) +1
 _Static_assert(sizeof(locus__rates) ==
                    (0 RATE_FIELDS(COUNT_FIELD)) * sizeof(double),
@@ -237,14 +249,14 @@ static void settle(locus_context *context, locus_device *device,
                "%s rates (%s): launch %.1f us, gemm %.1f GFLOP/s + %.1f us, "
                "conv %.1f GFLOP/s + %.1f us, reduce %.1f GB/s, upload %.1f "
                "GB/s (pinned %.1f), download %.1f GB/s, copy latency %.1f "
-               "us, wake-up %.1f us",
+               "us, wake-up %.1f us (shallow %.1f us)",
                device->info.selector, locus__rates_source_str(source),
                r->launch_seconds * 1e6, r->gemm_flops * 1e-9,
                r->gemm_fixed_seconds * 1e6, r->conv_flops * 1e-9,
                r->conv_fixed_seconds * 1e6, r->reduce_bytes * 1e-9,
                r->upload_pageable_bytes * 1e-9, r->upload_pinned_bytes * 1e-9,
                r->download_bytes * 1e-9, r->transfer_seconds * 1e6,
-               r->wake_seconds * 1e6);
+               r->wake_seconds * 1e6, r->shallow_wake_seconds * 1e6);
 }
 
 /* ---- the whole CPU and its NUMA nodes' parts ---------------------------- */

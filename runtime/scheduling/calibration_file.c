@@ -11,8 +11,8 @@
 /* The format's version: raised whenever the fields change, so that a file
  * of an older Locus is refused at its first line ("damaged", measured
  * again) rather than trusted with a figure missing. 4: wake_seconds; 5: the
- * f64 and half-type rates; 6: conv_filter_bytes. */
-#define MAGIC_LINE "locus-calibration 6\n"
+ * f64 and half-type rates; 6: conv_filter_bytes; 7: shallow_wake_seconds. */
+#define MAGIC_LINE "locus-calibration 7\n"
 #define CHECKSUM_WORD "checksum "
 
 /* Each field with the range a real measurement can fall in: a value outside
@@ -53,6 +53,8 @@ static const field_rule fields[] = {
     /* Zero where conv2d keeps no prepared filter (any device but the
      * CPU's), or preparing one cost nothing measurable. */
     FIELD(conv_filter_bytes, 1e3, 1e18, true),
+    /* As wake_seconds, after a sleep too short for deep idle states. */
+    FIELD(shallow_wake_seconds, 1e-9, 1.0, true),
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

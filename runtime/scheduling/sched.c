@@ -162,12 +162,15 @@ static bool uses_pool(const locus_device *device, const locus__op_cost *cost)
     return cost->flops >= table->inline_flops;
 }
 
-/* Whether the device's pool workers would have to wake for this op now. */
-static bool would_wake(locus_context *context, const locus_device *device,
-                       const locus__op_cost *cost)
+/* How the device's pool workers an op of this cost would find now:
+ * spinning (or not needed) costs nothing to wake. */
+static locus__pool_sleep sleep_state(locus_context *context,
+                                     const locus_device *device,
+                                     const locus__op_cost *cost)
 {
-    return locus__runs_on_pool(device) && uses_pool(device, cost) &&
-           locus__pool_asleep(context->pool, locus__pool_node_of(device));
+    if (!locus__runs_on_pool(device) || !uses_pool(device, cost))
+        return LOCUS__POOL_SPINNING;
+    return locus__pool_sleep_state(context->pool, locus__pool_node_of(device));
 }
 
 static uint64_t ordinal_bit(const locus_device *device)
@@ -175,29 +178,48 @@ static uint64_t ordinal_bit(const locus_device *device)
     return UINT64_C(1) << device->ordinal;
 }
 
-/* Bit per device ordinal: the devices whose pool workers an op of this
- * cost would have to wake now. Read once per decision, so that the
- * estimates, the record, the explanation and the memo's key agree even
- * when a worker falls asleep meanwhile. */
-static uint64_t asleep_devices(locus_context *context,
+/* Bits per device ordinal: whose pool workers an op would have to wake,
+ * and of those whose sleep deeply. */
+typedef struct sleepers {
+    uint64_t asleep, deep;
+} sleepers;
+
+static void add_sleeper(sleepers *s, const locus_device *device,
+                        locus__pool_sleep state)
+{
+    if (state != LOCUS__POOL_SPINNING)
+        s->asleep |= ordinal_bit(device);
+    if (state == LOCUS__POOL_DEEP_ASLEEP)
+        s->deep |= ordinal_bit(device);
+}
+
+/* The devices whose pool workers an op of this cost would have to wake
+ * now. Read once per decision, so that the estimates, the record, the
+ * explanation and the memo's key agree even when a worker falls asleep
+ * meanwhile. */
+static sleepers asleep_devices(locus_context *context,
                                const locus__op_cost *cost)
 {
-    uint64_t asleep = 0;
+    sleepers s = {0, 0};
     for (size_t d = 0; d < context->device_count; d++) {
         const locus_device *device = &context->devices[d];
-        if (would_wake(context, device, cost))
-            asleep |= ordinal_bit(device);
+        add_sleeper(&s, device, sleep_state(context, device, cost));
     }
-    return asleep;
+    return s;
 }
 
 /* What waking the device's pool workers adds, given the decision's look
  * at them: a job waits for its slowest rank, and a sleeping worker's core
- * may be in a deep idle state (calibrated: wake_seconds). */
+ * may be in a light idle state (calibrated: shallow_wake_seconds) or, past
+ * a millisecond, a deep one (wake_seconds). */
 static double wake_term(const locus__rates *rates, const locus_device *device,
-                        uint64_t asleep)
+                        sleepers s)
 {
-    return (asleep & ordinal_bit(device)) ? rates->wake_seconds : 0;
+    if (s.deep & ordinal_bit(device))
+        return rates->wake_seconds;
+    if (s.asleep & ordinal_bit(device))
+        return rates->shallow_wake_seconds;
+    return 0;
 }
 
 /* What the memory-bound floor starts from: the launch, a reduce's end to
@@ -226,7 +248,7 @@ static double start_seconds(const locus__rates *rates,
  * on the host goes back there, and a device must earn that trip too; +
  * the wake-up of the pool's workers when they are asleep. */
 static double estimate(locus_context *context, locus_device *device,
-                       const locus__op_cost *cost, uint64_t asleep)
+                       const locus__op_cost *cost, sleepers asleep)
 {
     locus__rates figures;
     const locus__rates *rates = locus__device_rates(context, device, &figures);
@@ -249,8 +271,8 @@ static double estimate(locus_context *context, locus_device *device,
 double locus__sched_estimate(locus_context *context, locus_device *device,
                              const locus__op_cost *cost)
 {
-    uint64_t asleep =
-        would_wake(context, device, cost) ? ordinal_bit(device) : 0;
+    sleepers asleep = {0, 0};
+    add_sleeper(&asleep, device, sleep_state(context, device, cost));
     return estimate(context, device, cost, asleep);
 }
 
@@ -326,7 +348,7 @@ static size_t spread_over_ranks(const locus_context *context,
  * LOCUS_RECORD_MAX_ESTIMATES kept in the choice. */
 static locus_device *rank_devices(locus_context *context,
                                   const locus__op_cost *cost, uint64_t excluded,
-                                  uint64_t asleep, locus__choice *out)
+                                  sleepers asleep, locus__choice *out)
 {
     locus_device *order[LOCUS__MAX_DEVICES];
     double seconds[LOCUS__MAX_DEVICES];
@@ -348,7 +370,8 @@ static locus_device *rank_devices(locus_context *context,
         order[at] = device;
         seconds[at] = estimated;
     }
-    out->asleep = asleep;
+    out->asleep = asleep.asleep;
+    out->deep = asleep.deep;
     out->estimate_count =
         count < LOCUS_RECORD_MAX_ESTIMATES ? count : LOCUS_RECORD_MAX_ESTIMATES;
     for (size_t i = 0; i < out->estimate_count; i++) {
@@ -361,13 +384,18 @@ static locus_device *rank_devices(locus_context *context,
     return out->device;
 }
 
-/* " (0.1 ms of it waking the workers)" when the candidate's estimate
- * includes the wake-up of its pool, else nothing. */
+static sleepers choice_sleepers(const locus__choice *choice)
+{
+    return (sleepers){choice->asleep, choice->deep};
+}
+
+/* " (0.1 ms of it waking the workers from a deep sleep)" when the
+ * candidate's estimate includes the wake-up of its pool, else nothing. */
 static void wake_note(locus_context *context, const locus_device *device,
-                      uint64_t asleep, char *note, size_t size)
+                      sleepers asleep, char *note, size_t size)
 {
     note[0] = '\0';
-    if (!(asleep & ordinal_bit(device)))
+    if (!(asleep.asleep & ordinal_bit(device)))
         return;
     /* Rates are settled: the device was estimated. */
     locus__rates figures;
@@ -375,7 +403,10 @@ static void wake_note(locus_context *context, const locus_device *device,
         locus__device_rates(context, (locus_device *)device, &figures), device,
         asleep);
     if (wake > 0)
-        snprintf(note, size, " (%.3g ms of it waking the workers)", wake * 1e3);
+        snprintf(note, size, " (%.3g ms of it waking the workers from a %s)",
+                 wake * 1e3,
+                 (asleep.deep & ordinal_bit(device)) ? "deep sleep"
+                                                     : "shallow sleep");
 }
 
 /* One line at LOCUS_LOG=info that says why: the op, the estimates (with
@@ -390,7 +421,7 @@ static void explain(locus_context *context, const locus__op_cost *cost,
     size_t used = 0;
     for (size_t i = 1; i < choice->estimate_count && used < sizeof others;
          i++) {
-        wake_note(context, choice->candidates[i], choice->asleep, note,
+        wake_note(context, choice->candidates[i], choice_sleepers(choice), note,
                   sizeof note);
         int n =
             snprintf(others + used, sizeof others - used, "%s%s %.3g ms%s",
@@ -400,7 +431,8 @@ static void explain(locus_context *context, const locus__op_cost *cost,
             break;
         used += (size_t)n;
     }
-    wake_note(context, choice->device, choice->asleep, note, sizeof note);
+    wake_note(context, choice->device, choice_sleepers(choice), note,
+              sizeof note);
     bool any_current;
     double stale;
     locus__rates figures;
@@ -552,7 +584,9 @@ static bool memo_key(locus_context *context, const locus__op_cost *cost,
         pthread_mutex_unlock(&buffer->state_lock);
         key->sizes[i] = buffer->bytes;
     }
-    key->asleep = asleep_devices(context, cost);
+    sleepers asleep = asleep_devices(context, cost);
+    key->asleep = asleep.asleep;
+    key->deep = asleep.deep;
     return true;
 }
 
@@ -561,7 +595,8 @@ static bool same_key(const locus__choice_memo *a, const locus__choice_memo *b)
     if (a->flops != b->flops || a->bytes != b->bytes ||
         a->output_bytes != b->output_bytes || a->algorithm != b->algorithm ||
         a->dtype != b->dtype || a->features != b->features ||
-        a->input_count != b->input_count || a->asleep != b->asleep)
+        a->input_count != b->input_count || a->asleep != b->asleep ||
+        a->deep != b->deep)
         return false;
     for (size_t i = 0; i < a->input_count; i++)
         if (a->masks[i] != b->masks[i] || a->sizes[i] != b->sizes[i])
@@ -585,6 +620,7 @@ static bool memo_recall(locus_context *context, locus__op_kind op,
         out->estimated_seconds = memo->estimated_seconds;
         out->estimate_count = memo->count;
         out->asleep = memo->asleep;
+        out->deep = memo->deep;
         for (size_t i = 0; i < memo->count; i++) {
             out->candidates[i] = memo->candidates[i];
             out->seconds[i] = memo->seconds[i];
@@ -619,6 +655,31 @@ void locus__sched_forget(locus_context *context)
          op++)
         context->memo[op].valid = false;
     pthread_mutex_unlock(&context->memo_lock);
+}
+
+/* An op that went elsewhere only because a device's workers slept deeply
+ * (with a shallow sleep's wake-up, that device would have won) wakes
+ * them, without a job: they spin and then sleep only shallowly, so that
+ * the next such op finds them so and can return to them. Without this, a
+ * loop of such ops never used the pool again, which stayed deep asleep
+ * and lost every op by its full wake-up (docs/SCHEDULER.md). */
+static void prewake_if_locked_out(locus_context *context,
+                                  const locus__choice *choice)
+{
+    if (!(choice->deep & ~ordinal_bit(choice->device)))
+        return;
+    for (size_t i = 0; i < choice->estimate_count; i++) {
+        const locus_device *device = choice->candidates[i];
+        if (device == choice->device || !(choice->deep & ordinal_bit(device)))
+            continue;
+        locus__rates figures;
+        const locus__rates *rates =
+            locus__device_rates(context, (locus_device *)device, &figures);
+        double shallow = choice->seconds[i] - rates->wake_seconds +
+                         rates->shallow_wake_seconds;
+        if (shallow < choice->estimated_seconds)
+            locus__pool_prewake(context->pool, locus__pool_node_of(device));
+    }
 }
 
 locus_status locus__sched_choose(locus_context *context,
@@ -675,7 +736,8 @@ locus_status locus__sched_choose(locus_context *context,
     locus__choice_memo key;
     bool keyed = memo_key(context, cost, &key);
     if (!keyed || !memo_recall(context, cost->op->kind, &key, out)) {
-        uint64_t asleep = keyed ? key.asleep : asleep_devices(context, cost);
+        sleepers asleep = keyed ? (sleepers){key.asleep, key.deep}
+                                : asleep_devices(context, cost);
         if (!rank_devices(context, cost, 0, asleep, out)) {
             char variant[96];
             locus__op_variant_name(cost, variant, sizeof variant);
@@ -692,6 +754,7 @@ locus_status locus__sched_choose(locus_context *context,
     }
     out->chosen_by = LOCUS__CHOSEN_BY_MODEL;
     explain(context, cost, out);
+    prewake_if_locked_out(context, out);
     return LOCUS_SUCCESS;
 }
 

@@ -142,8 +142,10 @@ typedef struct locus__choice {
     const locus_device *candidates[LOCUS_RECORD_MAX_ESTIMATES];
     double seconds[LOCUS_RECORD_MAX_ESTIMATES];
     /* Bit per device ordinal: whose pool workers the estimates found asleep
-     * (their wake-up included), read once for the whole decision. */
+     * (their wake-up included), and of those whose slept deeply (the full
+     * wake-up, else the shallow one), read once for the whole decision. */
     uint64_t asleep;
+    uint64_t deep;
 } locus__choice;
 
 /* Fills the record's chosen_by and estimates from the choice: only when a

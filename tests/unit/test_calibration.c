@@ -155,7 +155,7 @@ static void test_file_before_wake_is_remeasured(void)
     text[length] = '\0';
     char *wake = strstr(text, "wake_seconds ");
     char *checksum = strstr(text, "checksum ");
-    if (!TEST_EXPECT(strncmp(text, "locus-calibration 6\n", 20) == 0 && wake &&
+    if (!TEST_EXPECT(strncmp(text, "locus-calibration 7\n", 20) == 0 && wake &&
                          checksum,
                      "unexpected cache file:\n%s", text))
         return;
@@ -182,8 +182,9 @@ static void test_file_before_wake_is_remeasured(void)
     length = fread(text, 1, sizeof text - 1, file);
     fclose(file);
     text[length] = '\0';
-    TEST_EXPECT(strncmp(text, "locus-calibration 6\n", 20) == 0 &&
-                    strstr(text, "wake_seconds ") != NULL,
+    TEST_EXPECT(strncmp(text, "locus-calibration 7\n", 20) == 0 &&
+                    strstr(text, "wake_seconds ") != NULL &&
+                    strstr(text, "shallow_wake_seconds ") != NULL,
                 "the old file was not rewritten:\n%s", text);
 }
 
