@@ -512,14 +512,20 @@ bool locus__pool_asleep(const locus__pool *pool, int node_os_index)
 /* The handshake of a job's post (the top of the file), with `roused` for
  * `posted`: a worker about to sleep sees the bump, or the broadcast finds
  * it asleep. A worker that is spinning answers too, and merely spins
- * SPIN_SECONDS longer. */
+ * SPIN_SECONDS longer. Each counts as idle from now at once, before it
+ * has run again: an op that asks right after this finds it at most
+ * shallowly asleep, which it is by the time the op's job reaches it. */
 void locus__pool_prewake(locus__pool *pool, int node_os_index)
 {
     int first, count;
     node_range(pool, node_os_index, &first, &count);
     bool any_sleeping = false;
-    for (int i = first; i < first + count; i++)
+    double now = locus__now_seconds();
+    for (int i = first; i < first + count; i++) {
+        atomic_store_explicit(&pool->workers[i].idle_since, now,
+                              memory_order_relaxed);
         atomic_fetch_add(&pool->workers[i].roused, 1);
+    }
     for (int i = first; i < first + count && !any_sleeping; i++)
         any_sleeping = atomic_load(&pool->workers[i].sleeping);
     if (any_sleeping) {
