@@ -5,6 +5,7 @@
 
 #include "calibration.h"
 #include "device.h"
+#include "sched_wake.h"
 #include "status.h"
 
 bool locus__device_offers_variant(const locus_device *device,
@@ -150,78 +151,6 @@ static double transfer_seconds(locus_context *context, locus_device *device,
     return seconds;
 }
 
-/* Whether an op of this cost, on a device of a backend that runs on the
- * pool, goes to the pool: the backend runs a job below its inline
- * thresholds on the calling thread (by the op's bytes or its flops, as
- * its kind counts its work), which wakes nobody. */
-static bool uses_pool(const locus_device *device, const locus__op_cost *cost)
-{
-    const locus_backend *table = device->backend->table;
-    if (cost->op->work_in_bytes)
-        return cost->bytes >= table->inline_bytes;
-    return cost->flops >= table->inline_flops;
-}
-
-/* How the device's pool workers an op of this cost would find now:
- * spinning (or not needed) costs nothing to wake. */
-static locus__pool_sleep sleep_state(locus_context *context,
-                                     const locus_device *device,
-                                     const locus__op_cost *cost)
-{
-    if (!locus__runs_on_pool(device) || !uses_pool(device, cost))
-        return LOCUS__POOL_SPINNING;
-    return locus__pool_sleep_state(context->pool, locus__pool_node_of(device));
-}
-
-static uint64_t ordinal_bit(const locus_device *device)
-{
-    return UINT64_C(1) << device->ordinal;
-}
-
-/* Bits per device ordinal: whose pool workers an op would have to wake,
- * and of those whose sleep deeply. */
-typedef struct sleepers {
-    uint64_t asleep, deep;
-} sleepers;
-
-static void add_sleeper(sleepers *s, const locus_device *device,
-                        locus__pool_sleep state)
-{
-    if (state != LOCUS__POOL_SPINNING)
-        s->asleep |= ordinal_bit(device);
-    if (state == LOCUS__POOL_DEEP_ASLEEP)
-        s->deep |= ordinal_bit(device);
-}
-
-/* The devices whose pool workers an op of this cost would have to wake
- * now. Read once per decision, so that the estimates, the record, the
- * explanation and the memo's key agree even when a worker falls asleep
- * meanwhile. */
-static sleepers asleep_devices(locus_context *context,
-                               const locus__op_cost *cost)
-{
-    sleepers s = {0, 0};
-    for (size_t d = 0; d < context->device_count; d++) {
-        const locus_device *device = &context->devices[d];
-        add_sleeper(&s, device, sleep_state(context, device, cost));
-    }
-    return s;
-}
-
-/* What waking the device's pool workers adds, given the decision's look
- * at them: a job waits for its slowest rank, and a sleeping worker's core
- * may be in a light idle state (calibrated: shallow_wake_seconds) or, past
- * a millisecond, a deep one (wake_seconds). */
-static double wake_term(const locus__rates *rates, const locus_device *device,
-                        sleepers s)
-{
-    if (s.deep & ordinal_bit(device))
-        return rates->wake_seconds;
-    if (s.asleep & ordinal_bit(device))
-        return rates->shallow_wake_seconds;
-    return 0;
-}
-
 /* What the memory-bound floor starts from: the launch, a reduce's end to
  * end (its kernel and the read of its result), or for gemm and conv2d
  * their own fitted fixed part where that is less: such a device starts
@@ -248,7 +177,7 @@ static double start_seconds(const locus__rates *rates,
  * on the host goes back there, and a device must earn that trip too; +
  * the wake-up of the pool's workers when they are asleep. */
 static double estimate(locus_context *context, locus_device *device,
-                       const locus__op_cost *cost, sleepers asleep)
+                       const locus__op_cost *cost, locus__sleepers asleep)
 {
     locus__rates figures;
     const locus__rates *rates = locus__device_rates(context, device, &figures);
@@ -265,14 +194,14 @@ static double estimate(locus_context *context, locus_device *device,
         seconds +=
             rates->transfer_seconds +
             cost->output_bytes / download_rate(rates, cost->output_bytes);
-    return seconds + wake_term(rates, device, asleep);
+    return seconds + locus__wake_term(rates, device, asleep);
 }
 
 double locus__sched_estimate(locus_context *context, locus_device *device,
                              const locus__op_cost *cost)
 {
-    sleepers asleep = {0, 0};
-    add_sleeper(&asleep, device, sleep_state(context, device, cost));
+    locus__sleepers asleep = {0, 0};
+    locus__sleepers_add(&asleep, context, device, cost);
     return estimate(context, device, cost, asleep);
 }
 
@@ -348,7 +277,7 @@ static size_t spread_over_ranks(const locus_context *context,
  * LOCUS_RECORD_MAX_ESTIMATES kept in the choice. */
 static locus_device *rank_devices(locus_context *context,
                                   const locus__op_cost *cost, uint64_t excluded,
-                                  sleepers asleep, locus__choice *out)
+                                  locus__sleepers asleep, locus__choice *out)
 {
     locus_device *order[LOCUS__MAX_DEVICES];
     double seconds[LOCUS__MAX_DEVICES];
@@ -384,31 +313,6 @@ static locus_device *rank_devices(locus_context *context,
     return out->device;
 }
 
-static sleepers choice_sleepers(const locus__choice *choice)
-{
-    return (sleepers){choice->asleep, choice->deep};
-}
-
-/* " (0.1 ms of it waking the workers from a deep sleep)" when the
- * candidate's estimate includes the wake-up of its pool, else nothing. */
-static void wake_note(locus_context *context, const locus_device *device,
-                      sleepers asleep, char *note, size_t size)
-{
-    note[0] = '\0';
-    if (!(asleep.asleep & ordinal_bit(device)))
-        return;
-    /* Rates are settled: the device was estimated. */
-    locus__rates figures;
-    double wake = wake_term(
-        locus__device_rates(context, (locus_device *)device, &figures), device,
-        asleep);
-    if (wake > 0)
-        snprintf(note, size, " (%.3g ms of it waking the workers from a %s)",
-                 wake * 1e3,
-                 (asleep.deep & ordinal_bit(device)) ? "deep sleep"
-                                                     : "shallow sleep");
-}
-
 /* One line at LOCUS_LOG=info that says why: the op, the estimates (with
  * the part that is the wake-up of a sleeping pool), and how much of the
  * input would have to move. */
@@ -421,8 +325,8 @@ static void explain(locus_context *context, const locus__op_cost *cost,
     size_t used = 0;
     for (size_t i = 1; i < choice->estimate_count && used < sizeof others;
          i++) {
-        wake_note(context, choice->candidates[i], choice_sleepers(choice), note,
-                  sizeof note);
+        locus__wake_note(context, choice->candidates[i],
+                         locus__choice_sleepers(choice), note, sizeof note);
         int n =
             snprintf(others + used, sizeof others - used, "%s%s %.3g ms%s",
                      i > 1 ? ", " : "; ", choice->candidates[i]->info.selector,
@@ -431,8 +335,8 @@ static void explain(locus_context *context, const locus__op_cost *cost,
             break;
         used += (size_t)n;
     }
-    wake_note(context, choice->device, choice_sleepers(choice), note,
-              sizeof note);
+    locus__wake_note(context, choice->device, locus__choice_sleepers(choice),
+                     note, sizeof note);
     bool any_current;
     double stale;
     locus__rates figures;
@@ -584,7 +488,7 @@ static bool memo_key(locus_context *context, const locus__op_cost *cost,
         pthread_mutex_unlock(&buffer->state_lock);
         key->sizes[i] = buffer->bytes;
     }
-    sleepers asleep = asleep_devices(context, cost);
+    locus__sleepers asleep = locus__sleepers_now(context, cost);
     key->asleep = asleep.asleep;
     key->deep = asleep.deep;
     return true;
@@ -657,31 +561,6 @@ void locus__sched_forget(locus_context *context)
     pthread_mutex_unlock(&context->memo_lock);
 }
 
-/* An op that went elsewhere only because a device's workers slept deeply
- * (with a shallow sleep's wake-up, that device would have won) wakes
- * them, without a job: they spin and then sleep only shallowly, so that
- * the next such op finds them so and can return to them. Without this, a
- * loop of such ops never used the pool again, which stayed deep asleep
- * and lost every op by its full wake-up (docs/SCHEDULER.md). */
-static void prewake_if_locked_out(locus_context *context,
-                                  const locus__choice *choice)
-{
-    if (!(choice->deep & ~ordinal_bit(choice->device)))
-        return;
-    for (size_t i = 0; i < choice->estimate_count; i++) {
-        const locus_device *device = choice->candidates[i];
-        if (device == choice->device || !(choice->deep & ordinal_bit(device)))
-            continue;
-        locus__rates figures;
-        const locus__rates *rates =
-            locus__device_rates(context, (locus_device *)device, &figures);
-        double shallow = choice->seconds[i] - rates->wake_seconds +
-                         rates->shallow_wake_seconds;
-        if (shallow < choice->estimated_seconds)
-            locus__pool_prewake(context->pool, locus__pool_node_of(device));
-    }
-}
-
 locus_status locus__sched_choose(locus_context *context,
                                  const locus__op_cost *cost, locus__choice *out)
 {
@@ -736,8 +615,8 @@ locus_status locus__sched_choose(locus_context *context,
     locus__choice_memo key;
     bool keyed = memo_key(context, cost, &key);
     if (!keyed || !memo_recall(context, cost->op->kind, &key, out)) {
-        sleepers asleep = keyed ? (sleepers){key.asleep, key.deep}
-                                : asleep_devices(context, cost);
+        locus__sleepers asleep = keyed ? (locus__sleepers){key.asleep, key.deep}
+                                       : locus__sleepers_now(context, cost);
         if (!rank_devices(context, cost, 0, asleep, out)) {
             char variant[96];
             locus__op_variant_name(cost, variant, sizeof variant);
@@ -754,7 +633,7 @@ locus_status locus__sched_choose(locus_context *context,
     }
     out->chosen_by = LOCUS__CHOSEN_BY_MODEL;
     explain(context, cost, out);
-    prewake_if_locked_out(context, out);
+    locus__prewake_if_locked_out(context, out);
     return LOCUS_SUCCESS;
 }
 
@@ -762,8 +641,8 @@ bool locus__sched_fallback(locus_context *context, const locus__op_cost *cost,
                            uint64_t failed_mask, locus__choice *out)
 {
     memset(out, 0, sizeof *out);
-    if (!rank_devices(context, cost, failed_mask, asleep_devices(context, cost),
-                      out))
+    if (!rank_devices(context, cost, failed_mask,
+                      locus__sleepers_now(context, cost), out))
         return false;
     out->chosen_by = LOCUS__CHOSEN_BY_FALLBACK;
     explain(context, cost, out);
