@@ -40,7 +40,7 @@ build=${SESSION_BUILD:-/tmp/locus-python-build}
 ninja -C "$build" backends/cuda/locus-cuda.so backends/opencl/locus-opencl.so \
     tests/gpu/test_cuda_wrap_device >"$out/ninja.log" 2>&1 ||
     { tail -30 "$out/ninja.log"; exit 1; }
-liblocus=$(find "$build/runtime" -maxdepth 1 -name 'liblocus.so.0.*.*' | head -1)
+liblocus=$(find "$build/runtime" -maxdepth 1 -type f -name 'liblocus.so.0.*.*' | head -1)
 export LOCUS_PLUGIN_PATH="$build/backends/cuda:$build/backends/opencl"
 export XDG_CACHE_HOME=/tmp/locus-python-cache
 
