@@ -67,7 +67,16 @@ enum {
     LOCUS_CUDA_DGEMM_DMMA_128_W16 = 13,     /* 16 warps of 32x32 */
     LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K16 = 14,
     LOCUS_CUDA_DGEMM_DMMA_128x64_BK32_K4 = 15,
-    LOCUS_CUDA_DGEMM_KERNELS = 16
+    /* gemm_f64_pipe.cu: the software-pipelined main loop (addressing
+     * kept across tiles, fragments read a k-step ahead, the barrier a
+     * k-step before a tile's end); 16-byte copies, else the k8 kernel of
+     * the same block tile. */
+    LOCUS_CUDA_DGEMM_PIPE_128x64_BK32 = 16,    /* 2 stages, 2 blocks an SM */
+    LOCUS_CUDA_DGEMM_PIPE_128x64_BK16 = 17,    /* 3 stages, 2 blocks an SM */
+    LOCUS_CUDA_DGEMM_PIPE_128x64_BK16_K4 = 18, /* as 17, mma m16n8k4 */
+    LOCUS_CUDA_DGEMM_PIPE_128_BK16 = 19,       /* 128x128, 5 stages, 8 warps */
+    LOCUS_CUDA_DGEMM_PIPE_128_BK32 = 20,       /* 128x128, 3 stages, 8 warps */
+    LOCUS_CUDA_DGEMM_KERNELS = 21
 };
 
 /* The kernel AUTO takes for g on a device of compute capability

@@ -1,8 +1,14 @@
 /*
  * The f64 kernels of the CUDA backend beside cuBLAS DGEMM and CUB's
  * DeviceReduce in one process, for h200-f64.sh: built with the backend's
- * kernel files (gemm_f64.cu, reduce_f64.cu, reduce.cu) so each DGEMM
- * kernel can be timed by name, not only the one the backend chooses.
+ * kernel files (gemm_f64.cu, gemm_f64_pipe.cu, reduce_f64.cu, reduce.cu)
+ * so each DGEMM kernel can be timed by name, not only the one the backend
+ * chooses.
+ *
+ * `f64_bench --dgemm`: the DGEMM kernels alone (checked on odd shapes,
+ * then the pipelined variants beside AUTO and cuBLAS at 4096 and 8192),
+ * for a call of a few minutes. Either way a closing "table" gives each
+ * timed kernel's TFLOP/s and ratio to cuBLAS at each large shape.
  *
  * Prints one line a measurement:
  *   dgemm <kernel> <trans> m n k  <seconds> <TFLOP/s>  err <e>
@@ -17,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <cub/device/device_reduce.cuh>
@@ -29,6 +36,15 @@ namespace
 {
 
 int failures = 0;
+
+/* Every timed kernel's rate at each large shape, for the closing table. */
+struct Rate {
+    std::string shape;
+    int kernel; /* -1: cuBLAS */
+    double tflops, ratio;
+};
+std::vector<Rate> rates;
+bool record_rates = false;
 
 #define CHECK(call)                                                            \
     do {                                                                       \
@@ -147,6 +163,9 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
         repeat);
     std::printf("dgemm cublas %s %zu %zu %zu pad %zu  %.6f s  %.2f TFLOP/s\n",
                 trans, m, n, k, pad, t_ref, flops / t_ref * 1e-12);
+    const std::string shape = std::string(trans) + " " + std::to_string(m);
+    if (record_rates)
+        rates.push_back({shape, -1, flops / t_ref * 1e-12, 1.0});
     std::fflush(stdout);
     locus__cuda_dgemm g = {};
     g.trans_a = ta;
@@ -194,6 +213,8 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
                          ((double)k * std::ldexp(1.0, -53));
         const bool bad = !(e <= 4.0);
         failures += bad;
+        if (record_rates && !bad)
+            rates.push_back({shape, kernel, flops / t * 1e-12, t_ref / t});
         if (!bad && kernel != LOCUS_CUDA_DGEMM_AUTO && t < best_t) {
             best_t = t;
             best = kernel;
@@ -297,11 +318,86 @@ void reduce_case(const Device &dev, size_t n, int repeat)
     cudaFree(x);
 }
 
+/* One row a kernel, one column a shape: TFLOP/s and the ratio to cuBLAS
+ * (cuBLAS's own row first). */
+void print_rates()
+{
+    std::vector<std::string> shapes;
+    std::vector<int> kernels;
+    for (const Rate &r : rates) {
+        bool seen = false;
+        for (const std::string &s : shapes)
+            seen = seen || s == r.shape;
+        if (!seen)
+            shapes.push_back(r.shape);
+        seen = false;
+        for (int k : kernels)
+            seen = seen || k == r.kernel;
+        if (!seen)
+            kernels.push_back(r.kernel);
+    }
+    std::printf("table TFLOP/s (x cublas)");
+    for (const std::string &s : shapes)
+        std::printf(" | %s", s.c_str());
+    std::printf("\n");
+    for (int k : kernels) {
+        std::printf("table %-30s", k < 0 ? "cublas"
+                                   : k == LOCUS_CUDA_DGEMM_AUTO
+                                       ? "auto"
+                                       : locus__cuda_dgemm_kernel_name(k));
+        for (const std::string &s : shapes) {
+            const Rate *found = nullptr;
+            for (const Rate &r : rates)
+                if (r.kernel == k && r.shape == s)
+                    found = &r;
+            if (found != nullptr)
+                std::printf(" | %5.2f (%.3f)", found->tflops, found->ratio);
+            else
+                std::printf(" | -");
+        }
+        std::printf("  (%d)\n", k);
+    }
+}
+
+/* --dgemm: the DGEMM variants alone, short enough for one call: every
+ * kernel checked on odd shapes (with leading dimensions that allow the
+ * 16-byte copies the pipelined kernels need, and ones that do not), then
+ * AUTO, the kernel AUTO takes now, the old 128x64 k8 and every pipelined
+ * kernel timed beside cuBLAS at 4096 and 8192 in each transpose. */
+int dgemm_only(cublasHandle_t h, const Device &dev,
+               const std::vector<int> &every)
+{
+    for (int t = 0; t < 4; t++) {
+        for (size_t pad : {0, 1})
+            gemm_case(h, dev, t & 1, t & 2, 333, 517, 259, pad, every, 1);
+        /* k below one stage, one tile and a tail, more tiles than
+         * stages; pad 1 makes every leading dimension even. */
+        for (size_t k : {1, 15, 33, 97})
+            gemm_case(h, dev, t & 1, t & 2, 131, 69, k, 1, every, 1);
+    }
+    std::vector<int> timed = {LOCUS_CUDA_DGEMM_AUTO,
+                              LOCUS_CUDA_DGEMM_DMMA_128x64_BK32,
+                              LOCUS_CUDA_DGEMM_DMMA_128x64_K8};
+    for (int kernel = LOCUS_CUDA_DGEMM_PIPE_128x64_BK32;
+         kernel < LOCUS_CUDA_DGEMM_KERNELS; kernel++)
+        timed.push_back(kernel);
+    record_rates = true;
+    for (size_t n : {4096, 8192})
+        for (int t = 0; t < 4; t++)
+            gemm_case(h, dev, t & 1, t & 2, n, n, n, 0, timed,
+                      n == 4096 ? 5 : 3);
+    print_rates();
+    cublasDestroy(h);
+    std::printf("failures %d\n", failures);
+    return failures == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    const bool dgemm = argc > 1 && std::strcmp(argv[1], "--dgemm") == 0;
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     const Device dev = {prop.major, prop.multiProcessorCount};
@@ -322,6 +418,8 @@ int main(int argc, char **argv)
     const std::vector<int> auto_only = {LOCUS_CUDA_DGEMM_AUTO};
     std::vector<int> every = {LOCUS_CUDA_DGEMM_SIMT};
     every.insert(every.end(), dmma.begin(), dmma.end());
+    if (dgemm)
+        return dgemm_only(h, dev, every);
     /* Correctness first, small: odd shapes, every transpose, tight and
      * odd leading dimensions (8-byte copies), every kernel. */
     for (int t = 0; t < 4; t++)
@@ -330,9 +428,11 @@ int main(int argc, char **argv)
     gemm_case(h, dev, false, false, 1, 1, 1, 0, every, 1);
     gemm_case(h, dev, false, false, 64, 64, 3, 0, every, 1);
     /* Speed: every kernel at each transpose (a "best" line each). */
+    record_rates = true;
     for (int t = 0; t < 4; t++)
         gemm_case(h, dev, t & 1, t & 2, 4096, 4096, 4096, 0,
                   quick && t ? auto_only : all, quick ? 3 : 6);
+    record_rates = false;
     if (!quick) {
         gemm_case(h, dev, false, false, 4096, 4096, 4096, 1, auto_only, 5);
         gemm_case(h, dev, false, false, 1024, 1024, 1024, 0, all, 10);
@@ -340,10 +440,13 @@ int main(int argc, char **argv)
         gemm_case(h, dev, false, false, 4096, 4096, 4096, 0,
                   {LOCUS_CUDA_DGEMM_SIMT}, 2);
     }
+    record_rates = true;
     for (int t = 0; t < 4; t++)
         if (t == 0 || !quick)
             gemm_case(h, dev, t & 1, t & 2, 8192, 8192, 8192, 0, all,
                       quick ? 2 : 4);
+    record_rates = false;
+    print_rates();
     reduce_case(dev, (size_t)1 << 24, 50);
     reduce_case(dev, (size_t)1 << 28, quick ? 5 : 20);
     cublasDestroy(h);

@@ -7,21 +7,59 @@
 # process), and `locus bench --dtype f64` on cuda:0 where the tool takes
 # --dtype. Results: $OUT/f64.log (summary), $OUT/f64-bench.txt,
 # $OUT/testlog-*.txt. Under 8 minutes.
+#
+# `h200-f64.sh dgemm`: only the bench's DGEMM part (f64_bench --dgemm:
+# every kernel checked on odd shapes, the pipelined variants timed beside
+# AUTO and cuBLAS at 4096 and 8192 in each transpose, a closing table),
+# no meson build or tests: about 2-3 minutes.
 set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
+mode=${1:-all}
 exec 3>&1 >"$out/f64.log" 2>&1
 . "$(dirname "$0")/gpu-env.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=/tmp/locus-build
 export PATH=/usr/local/cuda/bin:$PATH
-# The standalone bench compiles beside the build (its own nvcc).
-( timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
-    -I"$root/backends/cuda" -I"$root/include" \
-    "$root/scripts/device/f64_bench.cu" "$root/backends/cuda/gemm_f64.cu" \
-    "$root/backends/cuda/reduce_f64.cu" "$root/backends/cuda/reduce.cu" \
-    -lcublas -o /tmp/f64_bench >"$out/f64-bench-build.txt" 2>&1 ||
-    echo "bench build failed" >>"$out/f64-bench-build.txt" ) &
+# The standalone bench compiles beside the build (its own nvcc), one nvcc
+# a file in parallel (the DGEMM kernel files are the slow ones).
+build_bench() {
+    rm -f /tmp/f64_bench
+    objs=""
+    pids=""
+    for src in scripts/device/f64_bench.cu backends/cuda/gemm_f64.cu \
+        backends/cuda/gemm_f64_pipe.cu backends/cuda/reduce_f64.cu \
+        backends/cuda/reduce.cu; do
+        obj=/tmp/f64_bench_$(basename "$src" .cu).o
+        timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
+            -I"$root/backends/cuda" -I"$root/include" -c "$root/$src" \
+            -o "$obj" >"$obj.txt" 2>&1 &
+        pids="$pids $!"
+        objs="$objs $obj"
+    done
+    ok=1
+    for pid in $pids; do wait "$pid" || ok=0; done
+    cat /tmp/f64_bench_*.o.txt
+    # shellcheck disable=SC2086
+    [ "$ok" = 1 ] && nvcc -o /tmp/f64_bench $objs -lcublas ||
+        echo "bench build failed"
+}
+if [ "$mode" = dgemm ]; then
+    # The DGEMM variants alone: no meson build, no tests, no reduce.
+    echo "bench build: $(date +%T)" >&3
+    build_bench >"$out/f64-bench-build.txt" 2>&1
+    echo "built: $(date +%T)" >&3
+    if [ -x /tmp/f64_bench ]; then
+        timeout 200 /tmp/f64_bench --dgemm >"$out/f64-bench.txt" 2>&1
+        echo "f64_bench --dgemm exit $?" >&3
+        grep -E "FAIL|^best|^table|failures|^device" "$out/f64-bench.txt" >&3
+    else
+        tail -30 "$out/f64-bench-build.txt" >&3
+    fi
+    echo "done $(date +%T)" >&3
+    exit 0
+fi
+( build_bench >"$out/f64-bench-build.txt" 2>&1 ) &
 bench_build=$!
 # A build left by an earlier script on a warm machine is reused.
 [ -f "$build/build.ninja" ] ||
@@ -53,7 +91,7 @@ if [ -x /tmp/f64_bench ]; then
     echo "=== f64_bench" >&3
     timeout 120 /tmp/f64_bench >"$out/f64-bench.txt" 2>&1
     echo "f64_bench exit $?" >&3
-    grep -E "FAIL|4096 4096 4096 pad 0|8192|reduce|failures|^device" \
+    grep -E "FAIL|4096 4096 4096 pad 0|8192|reduce|failures|^device|^table" \
         "$out/f64-bench.txt" >&3
 else
     tail -20 "$out/f64-bench-build.txt" >&3
