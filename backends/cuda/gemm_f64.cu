@@ -24,6 +24,9 @@
  *
  * Below 9.0 (no f64 mma of these shapes): a SIMT kernel on the FP64 FMA
  * units, 64 x 64 tiles, 4 x 4 outputs a thread.
+ *
+ * gemm_f64_pipe.cu has the same tiles with a software-pipelined main loop
+ * (the PIPE kernels); gemm_f64_common.cuh what both files share.
  */
 #include <cstddef>
 #include <cstdint>
