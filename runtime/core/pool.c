@@ -67,6 +67,7 @@ struct locus__pool {
     atomic_int finished;  /* ranks of the current job done */
     atomic_ulong job_seq; /* jobs posted so far */
     atomic_bool submitter_sleeping;
+    atomic_ulong prewakes; /* locus__pool_prewake calls so far */
 };
 
 static _Thread_local int current_worker = -1;
@@ -367,6 +368,7 @@ locus_status locus__pool_create(const locus__topology *topology, int threads,
     atomic_init(&pool->finished, 0);
     atomic_init(&pool->job_seq, 0);
     atomic_init(&pool->submitter_sleeping, false);
+    atomic_init(&pool->prewakes, 0);
     for (int i = 0; i < count; i++) {
         workers[i].pool = pool;
         workers[i].index = i;
@@ -520,6 +522,7 @@ void locus__pool_prewake(locus__pool *pool, int node_os_index)
     int first, count;
     node_range(pool, node_os_index, &first, &count);
     bool any_sleeping = false;
+    atomic_fetch_add_explicit(&pool->prewakes, 1, memory_order_relaxed);
     double now = locus__now_seconds();
     for (int i = first; i < first + count; i++) {
         atomic_store_explicit(&pool->workers[i].idle_since, now,
@@ -614,4 +617,9 @@ void locus__pool_split(size_t total, size_t align, int rank, int ranks,
     size_t b = first_unit * align, e = (first_unit + unit_count) * align;
     *begin = b < total ? b : total;
     *end = e < total ? e : total;
+}
+
+unsigned long locus__pool_prewake_count(const locus__pool *pool)
+{
+    return atomic_load_explicit(&pool->prewakes, memory_order_relaxed);
 }

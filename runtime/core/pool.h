@@ -60,6 +60,8 @@ bool locus__pool_asleep(const locus__pool *pool, int node_os_index);
  * shallowly asleep. For the scheduler, when an op went elsewhere only
  * because these workers slept deeply. Does not wait. */
 void locus__pool_prewake(locus__pool *pool, int node_os_index);
+/* How many prewakes the pool was asked for so far (for the tests). */
+unsigned long locus__pool_prewake_count(const locus__pool *pool);
 /* The pool index of the calling thread, -1 when it is not a worker. */
 int locus__pool_current_worker(void);
 
