@@ -1,6 +1,7 @@
-/* The cost model's wake term (sched.c): an op that the CPU hands to its
+/* The cost model's wake term (sched_wake.c): an op that the CPU hands to its
  * worker pool is estimated wake_seconds dearer while the workers are
- * asleep, and not while they spin from the last job; an op small enough
+ * deeply asleep, and not while they spin from the last job (the shallow
+ * state between is test_sched_prewake's); an op small enough
  * to run on the calling thread never is; and the scheduler's remembered
  * choice is not reused across the two states (its estimates would be the
  * other state's). Nominal figures, so the term is exactly the nominal
@@ -62,7 +63,9 @@ static bool pool_asleep(locus_context *context)
 }
 
 /* A job on the pool, then the estimate while its workers still spin; tried
- * again when a preemption longer than the spin put them to sleep. */
+ * again when a preemption longer than the spin put them to sleep. (The
+ * state is read after the estimate: a worker asleep then may have been
+ * asleep for it; one spinning then was spinning for it.) */
 static double estimate_spinning(fixture *f, const locus__op_cost *cost)
 {
     double seconds = 0;
@@ -71,7 +74,9 @@ static double estimate_spinning(fixture *f, const locus__op_cost *cost)
             LOCUS_SUCCESS)
             break;
         seconds = locus__sched_estimate(f->context, f->cpu, cost);
-        if (!locus__pool_asleep(f->context->pool, -1))
+        /* Not even shallowly asleep, which costs a wake-up too. */
+        if (locus__pool_sleep_state(f->context->pool, -1) ==
+            LOCUS__POOL_SPINNING)
             break;
     }
     return seconds;
