@@ -364,7 +364,8 @@ struct AutoRow {
     size_t tiles_per_sm;
 };
 constexpr AutoRow kAutoTable[] = {
-    {LOCUS_CUDA_DGEMM_DMMA_128x64_BK32, 1},
+    {LOCUS_CUDA_DGEMM_PIPE_128_BK32, 1},
+    {LOCUS_CUDA_DGEMM_PIPE_128x64_BK32, 1},
     {LOCUS_CUDA_DGEMM_DMMA_64_K8, 0},
 };
 
