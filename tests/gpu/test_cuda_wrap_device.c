@@ -142,8 +142,12 @@ static void test_gemm(locus_dtype dtype)
     check_product(a, b, c, tolerance, "cpu gemm of wrapped device memory");
 
     /* The CPU writes the wrapped C: its device memory holds the result
-     * when the op returns. */
-    CHECK(cudaMemset(dc, 0xff, M * N * size) == cudaSuccess, "cudaMemset");
+     * when the op returns. Work queued after the wrap is the caller's to
+     * finish before an op (locus.h): cudaMemset of device memory returns
+     * before it is done, and could otherwise land after the write-back. */
+    CHECK(cudaMemset(dc, 0xff, M * N * size) == cudaSuccess &&
+              cudaDeviceSynchronize() == cudaSuccess,
+          "cudaMemset");
     status = gemm_on(cpu, dtype, A, B, C, &record);
     CHECK(status == LOCUS_SUCCESS, "%s on cpu into C: %s", name,
           locus_last_error());
