@@ -238,7 +238,7 @@ typedef struct locus_backend_rates {
      * no such cost (the device prepares its filter in every call, and its
      * conv rate includes it). */
     double conv_filter_bytes;
-    /* Appended in 0.4: what an op on the worker pool pays on top when its
+    /* Appended in 0.3: what an op on the worker pool pays on top when its
      * workers have slept only briefly (past their spin, before their cores
      * reach deep idle states), where wake_seconds is the deep sleep's. 0:
      * not known, and the runtime takes a quarter of wake_seconds. */
@@ -408,7 +408,7 @@ typedef struct locus_backend {
                                  const void *bias, void *output,
                                  locus_op_context *op);
 
-    /* ---- device memory the application owns (appended in 0.4) ---------
+    /* ---- device memory the application owns (appended in 0.3) ---------
      * Optional (NULL: the backend cannot use memory it did not allocate,
      * and locus_buffer_wrap_device refuses its devices). Appended: the
      * runtime reads wrap and unwrap only from a table whose struct_size
@@ -424,7 +424,7 @@ typedef struct locus_backend {
                          void **handle);
     void (*unwrap)(void *state, size_t device, void *handle);
 
-    /* ---- uploads beside compute (appended in 0.4) ---------------------
+    /* ---- uploads beside compute (appended in 0.3) ---------------------
      * Optional, both or neither (NULL: a queue's inputs are uploaded by
      * the ops that read them, as before); the runtime reads them only
      * from a table whose struct_size covers them. For a queue's next op

@@ -475,7 +475,7 @@ LOCUS_API locus_status locus_buffer_create(locus_context *context, size_t bytes,
  * is refused like the same buffer passed twice. */
 LOCUS_API locus_status locus_buffer_wrap(locus_context *context, void *memory,
                                          size_t bytes, locus_buffer **out);
-/* New in 0.4: adopt device memory the caller allocated on `device` (a
+/* New in 0.3: adopt device memory the caller allocated on `device` (a
  * cudaMalloc pointer, a PyTorch CUDA tensor's or a CuPy array's data);
  * Locus never frees it, and it must outlive the buffer. That memory is
  * the buffer's home, as the caller's array is a locus_buffer_wrap

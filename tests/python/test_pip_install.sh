@@ -10,8 +10,10 @@
 # is fetched.
 # With MODE "bundled", the default build instead: liblocus compiled from
 # the source tree into the package (locus/_liblocus.so), as a plain
-# `pip install ./bindings/python` does.
-# usage: test_pip_install.sh BUILD SOURCE PREFIX LIBDIR [system|bundled]
+# `pip install ./bindings/python` does; with "root", that build from the
+# tree's root, as `pip install .` there does (pyproject.toml hands it to
+# bindings/python).
+# usage: test_pip_install.sh BUILD SOURCE PREFIX LIBDIR [system|bundled|root]
 set -eu
 build=$1 source=$2 prefix=$3 libdir=$4 mode=${5:-system}
 python=${LOCUS_TEST_PYTHON:-python3}
@@ -25,17 +27,19 @@ fi
 . "$source/tests/install/scratch_install.sh"
 "$python" -m venv "$scratch/venv" || fail "python -m venv"
 venv_python="$scratch/venv/bin/python"
+package="$source/bindings/python" liblocus=$mode
+[ "$mode" = root ] && package="$source" liblocus=bundled
 "$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
     >"$("$venv_python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/build-deps.pth"
 # The venv's bin first: meson-python runs the meson and ninja it finds.
 PATH="$scratch/venv/bin:$(dirname "$python"):$scratch/bin:$PATH" \
     "$venv_python" -m pip install -q --no-build-isolation --no-index \
-    -Csetup-args=-Dliblocus="$mode" \
-    -Cbuild-dir="$scratch/pybuild" "$source/bindings/python" \
+    -Csetup-args=-Dliblocus="$liblocus" \
+    -Cbuild-dir="$scratch/pybuild" "$package" \
     >"$scratch/pip.log" 2>&1 || { cat "$scratch/pip.log" >&2; fail "pip install"; }
 cd "$scratch"
 env -u PYTHONPATH -u LIBLOCUS_PATH LOCUS_PLUGIN_PATH="$lib/locus" \
-    "$venv_python" - "$root" "$mode" <<'PY' || fail "import locus from the venv"
+    "$venv_python" - "$root" "$liblocus" <<'PY' || fail "import locus from the venv"
 import os
 import sys
 import numpy as np
@@ -55,4 +59,4 @@ with locus.Context() as ctx:
     print("import locus:", locus.version(), locus.library_path,
           [d.selector for d in ctx.devices])
 PY
-echo "pip install of bindings/python ($mode liblocus): ok"
+echo "pip install of $package ($liblocus liblocus): ok"

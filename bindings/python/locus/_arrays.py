@@ -160,7 +160,7 @@ def as_array(obj, what, writable=False):
             return DeviceArray(obj, what)
         if device_type != _DL_CPU:
             kind = _DL_NAMES.get(int(device_type), f"type {device_type}")
-            why = ("this liblocus predates locus_buffer_wrap_device (0.4)"
+            why = ("this liblocus predates locus_buffer_wrap_device"
                    if device_type == _DL_CUDA else
                    "Locus adopts host memory and CUDA device memory only")
             raise _lib.binding_error(

@@ -239,8 +239,8 @@ _signatures = {
          P(Record)],
     ),
 }
-# New in 0.4; the package still runs on 0.3's library, where device memory
-# is refused (HAS_WRAP_DEVICE False) as it was.
+# Added during 0.3; the package still runs on a library without it,
+# where device memory is refused (HAS_WRAP_DEVICE False) as it was.
 _optional_signatures = {
     "locus_buffer_wrap_device": (
         c_int, [c_void, c_void, c_void, c_size, P(c_void)]),
