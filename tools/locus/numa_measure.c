@@ -250,7 +250,7 @@ static void choose_sizes(locus_context *context, const numa_options *options,
     if (bytes == 0) {
         size_t floor = BENCH_READ_CACHE_FACTOR * bench_last_level_cache();
         bytes = floor > 64 * MIB ? floor : 64 * MIB;
-        char error[64];
+        char error[256]; /* unread here, but sized for every message */
         double rate = cpu_count > 0 ? bandwidth(context, cpus, cpu_count,
                                                 view->nodes[0].info.os_index,
                                                 4 * MIB, 1, error, sizeof error)
