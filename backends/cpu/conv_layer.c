@@ -33,25 +33,6 @@ static const char *const feature_names[] = {
     "groups", "dilation", "asymmetric padding", "bias", "activation", "nhwc",
 };
 
-static unsigned features_of(const locus_conv2d_desc *d, const void *bias)
-{
-    unsigned f = 0;
-    f |= d->groups > 1 ? LOCUS_CONV_FEATURE_GROUPS : 0;
-    f |= d->dilation_h > 1 || d->dilation_w > 1 ? LOCUS_CONV_FEATURE_DILATION
-                                                : 0;
-    f |= d->pad_bottom != d->pad_h || d->pad_right != d->pad_w
-             ? LOCUS_CONV_FEATURE_ASYMMETRIC_PADDING
-             : 0;
-    f |= bias ? LOCUS_CONV_FEATURE_BIAS : 0;
-    f |= d->activation != LOCUS_ACTIVATION_NONE ? LOCUS_CONV_FEATURE_ACTIVATION
-                                                : 0;
-    f |= d->input_layout == LOCUS_LAYOUT_NHWC ||
-                 d->output_layout == LOCUS_LAYOUT_NHWC
-             ? LOCUS_CONV_FEATURE_NHWC
-             : 0;
-    return f;
-}
-
 /* MEC, the implicit GEMM or Winograd asked for by name with features. */
 static locus_status refuse_algorithm(const locus_services *services,
                                      locus_conv_algorithm algorithm,
@@ -246,7 +227,7 @@ locus_status locus__cpu_conv2d_layer(void *state, size_t device,
                               "conv2d layer descriptor is not resolved "
                               "(groups %zu, dilation %zu x %zu)",
                               desc->groups, desc->dilation_h, desc->dilation_w);
-    unsigned features = features_of(desc, bias);
+    unsigned features = locus_conv2d_features_used(desc, bias);
     switch (desc->algorithm) {
     case LOCUS_CONV_AUTO:
     case LOCUS_CONV_IM2COL:

@@ -30,25 +30,6 @@ static const char *const feature_names[] = {
     "groups", "dilation", "asymmetric padding", "bias", "activation", "nhwc",
 };
 
-static unsigned features_of(const locus_conv2d_desc *d, const void *bias)
-{
-    unsigned f = 0;
-    f |= d->groups > 1 ? LOCUS_CONV_FEATURE_GROUPS : 0;
-    f |= d->dilation_h > 1 || d->dilation_w > 1 ? LOCUS_CONV_FEATURE_DILATION
-                                                : 0;
-    f |= d->pad_bottom != d->pad_h || d->pad_right != d->pad_w
-             ? LOCUS_CONV_FEATURE_ASYMMETRIC_PADDING
-             : 0;
-    f |= bias ? LOCUS_CONV_FEATURE_BIAS : 0;
-    f |= d->activation != LOCUS_ACTIVATION_NONE ? LOCUS_CONV_FEATURE_ACTIVATION
-                                                : 0;
-    f |= d->input_layout == LOCUS_LAYOUT_NHWC ||
-                 d->output_layout == LOCUS_LAYOUT_NHWC
-             ? LOCUS_CONV_FEATURE_NHWC
-             : 0;
-    return f;
-}
-
 static locus_status refuse_algorithm(const opencl_state *state, size_t index,
                                      locus_conv_algorithm algorithm,
                                      unsigned features)
@@ -390,7 +371,7 @@ locus_status locus__opencl_conv2d_layer(void *opaque, size_t index,
     case LOCUS_CONV_IMPLICIT_GEMM:
     case LOCUS_CONV_WINOGRAD:
         return refuse_algorithm(state, index, desc->algorithm,
-                                features_of(desc, bias));
+                                locus_conv2d_features_used(desc, bias));
     default:
         return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
                                      "conv2d algorithm %d is unknown",

@@ -453,6 +453,29 @@ typedef struct locus_backend {
 #define LOCUS_CONV_FEATURE_NHWC 32u              /* either layout NHWC */
 #define LOCUS_CONV_FEATURES_ALL 63u
 
+/* The LOCUS_CONV_FEATURE_* bits a resolved conv2d request uses (bias the
+ * bias buffer's memory, NULL for none): what a backend's conv2d_layer
+ * checks its algorithms against. */
+static inline unsigned locus_conv2d_features_used(const locus_conv2d_desc *d,
+                                                  const void *bias)
+{
+    unsigned f = 0;
+    f |= d->groups > 1 ? LOCUS_CONV_FEATURE_GROUPS : 0;
+    f |= d->dilation_h > 1 || d->dilation_w > 1 ? LOCUS_CONV_FEATURE_DILATION
+                                                : 0;
+    f |= d->pad_bottom != d->pad_h || d->pad_right != d->pad_w
+             ? LOCUS_CONV_FEATURE_ASYMMETRIC_PADDING
+             : 0;
+    f |= bias ? LOCUS_CONV_FEATURE_BIAS : 0;
+    f |= d->activation != LOCUS_ACTIVATION_NONE ? LOCUS_CONV_FEATURE_ACTIVATION
+                                                : 0;
+    f |= d->input_layout == LOCUS_LAYOUT_NHWC ||
+                 d->output_layout == LOCUS_LAYOUT_NHWC
+             ? LOCUS_CONV_FEATURE_NHWC
+             : 0;
+    return f;
+}
+
 #if defined(__GNUC__)
 #define LOCUS_BACKEND_EXPORT __attribute__((visibility("default")))
 #else
