@@ -8,8 +8,9 @@
  * `f64_bench --dgemm`: the DGEMM kernels alone (checked on odd shapes,
  * then the pipelined variants beside AUTO and cuBLAS at 4096 and 8192,
  * each kernel timed in rounds interleaved with cuBLAS so its ratio is to
- * the cuBLAS runs of the same rounds), for a call of a few minutes. Either way a closing "table" gives each
- * timed kernel's TFLOP/s and ratio to cuBLAS at each large shape.
+ * the cuBLAS runs of the same rounds), for a call of a few minutes. Either way
+ * a closing "table" gives each timed kernel's TFLOP/s and ratio to cuBLAS at
+ * each large shape.
  *
  * Prints one line a measurement:
  *   dgemm <kernel> <trans> m n k  <seconds> <TFLOP/s>  err <e>
@@ -276,8 +277,7 @@ void gemm_case(cublasHandle_t h, const Device &dev, bool ta, bool tb, size_t m,
                     locus__cuda_dgemm_kernel_name(ran),
                     kernel == LOCUS_CUDA_DGEMM_AUTO ? "chosen" : "named", trans,
                     m, n, k, pad, t, flops / t * 1e-12, t_pair / t,
-                    flops / t_pair * 1e-12, e,
-                    bad ? "  FAIL" : "");
+                    flops / t_pair * 1e-12, e, bad ? "  FAIL" : "");
         std::fflush(stdout);
     }
     if (best >= 0 && kernels.size() > 2)
