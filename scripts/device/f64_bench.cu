@@ -135,10 +135,14 @@ void best_seconds_interleaved(F first, G second, int rounds, double *t_first,
     CHECK(cudaDeviceSynchronize());
     *t_first = *t_second = 1e30;
     for (int r = 0; r < rounds; r++) {
-        const bool swapped = r % 2 == 1;
-        const double a = best_seconds_once(swapped ? second : first);
-        const double b = best_seconds_once(swapped ? first : second);
-        const double tf = swapped ? b : a, ts = swapped ? a : b;
+        double tf, ts;
+        if (r % 2 == 0) {
+            tf = best_seconds_once(first);
+            ts = best_seconds_once(second);
+        } else {
+            ts = best_seconds_once(second);
+            tf = best_seconds_once(first);
+        }
         *t_first = tf < *t_first ? tf : *t_first;
         *t_second = ts < *t_second ? ts : *t_second;
     }
