@@ -7,8 +7,12 @@
  * node (a C placed `local` is then written where it lives), and packs its
  * own copy of each shared KC x NC block of B into memory bound to its
  * node, so the B block every micro-kernel call reads is never remote.
- * Inside a group the workers form a grid over the group's rows and the
- * block's column panels; each packs its own A blocks.
+ * Inside a group the workers claim the phase's units (gemm_units.h) from
+ * the group's counters: blocks of the group's rows by the block's column
+ * panels to compute, each packing its own A block, and column panels of
+ * the next B block to pack. A worker packs while pack units are left,
+ * then computes, so a late worker finds the packing done and joins the
+ * computing. Small products (private mode) keep a static grid per worker.
  *
  * Phases: block t of B (t runs over the NC column blocks, then the KC
  * depth blocks) is packed in phase t and used in phase t + 1, into two
@@ -21,6 +25,7 @@
  * worker count and grid: the result is deterministic.
  */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +33,7 @@
 #include "dgemm.h"
 #include "gemm_block.h"
 #include "gemm_half.h"
+#include "gemm_units.h"
 #include "gemm_workspace.h"
 
 #define MAX_GROUPS (LOCUS_MAX_NUMA_NODES + 1)
@@ -48,13 +54,24 @@ static size_t round_up(size_t v, size_t unit)
     return (v + unit - 1) / unit * unit;
 }
 
+/* A group's unit counters, reset before each phase's run; the next
+ * unit to claim. Apart from each other and from the job, which every
+ * worker reads. */
+typedef struct gemm_counters {
+    _Alignas(64) atomic_size_t compute;
+    _Alignas(64) atomic_size_t pack;
+} gemm_counters;
+
 typedef struct gemm_group {
     int node; /* OS node, -1: unbound */
     int first_rank, ranks;
     size_t row_begin, row_end; /* C rows this group computes */
-    int row_ways, col_ways;    /* worker grid, row_ways * col_ways = ranks */
-    char *b_blocks[2];         /* shared packed B, alternating by phase */
-    char *own;                 /* per worker, own_stride elements apart */
+    int row_ways, col_ways;    /* private mode's grid: row * col = ranks */
+    locus__gemm_units units;   /* phased mode's compute units */
+    size_t pack_step;          /* column panels per pack unit */
+    gemm_counters *counters;
+    char *b_blocks[2]; /* shared packed B, alternating by phase */
+    char *own;         /* per worker, own_stride elements apart */
 } gemm_group;
 
 typedef struct gemm_job {
@@ -112,24 +129,96 @@ static void worker_tile(const gemm_job *job, const gemm_group *group, int local,
     job->services->split(panels, 1, col_part, group->col_ways, q0, q1);
 }
 
-static void pack_b_share(const gemm_job *job, const gemm_group *group,
-                         int local, size_t t)
+/* Accounts rows [r0, r1) x columns [c0, c1) of a stored matrix: the
+ * rows' bytes, over their span. */
+static void account_rows(const gemm_job *job, const void *base, size_t elem,
+                         size_t ld, size_t r0, size_t r1, size_t c0, size_t c1)
 {
-    const locus__gemm_kind *kind = job->kind;
-    size_t j0, nc, p0, kc, q0, q1, nr = kind->nr;
-    block_at(job, t, &j0, &nc, &p0, &kc);
-    job->services->split((nc + nr - 1) / nr, 1, local, group->ranks, &q0, &q1);
-    if (q0 >= q1)
+    if (r0 >= r1 || c0 >= c1)
         return;
-    size_t cols = min_size(q1 * nr, nc) - q0 * nr;
-    kind->pack_b(job->g->typed, nr, p0, kc, j0 + q0 * nr, cols,
-                 group->b_blocks[t % 2] + q0 * nr * kc * kind->elem_size);
+    job->services->account_read_rows(job->op,
+                                     (const char *)base + (r0 * ld + c0) * elem,
+                                     (c1 - c0) * elem, ld * elem, r1 - r0);
 }
 
-/* Computes this worker's tile of C with block t of B. In private mode the
- * worker first packs the columns of B its tile needs into its own buffer:
+/* Claims and packs column panels of B block t into the group's buffer
+ * for it, accounting what each unit reads of B. */
+static void pack_b_units(const gemm_job *job, const gemm_group *group, size_t t)
+{
+    const locus__gemm_kind *kind = job->kind;
+    const locus__gemm_view *g = job->g;
+    size_t j0, nc, p0, kc, nr = kind->nr;
+    size_t ab = g->ab_size ? g->ab_size : kind->elem_size;
+    block_at(job, t, &j0, &nc, &p0, &kc);
+    size_t panels = (nc + nr - 1) / nr, step = group->pack_step;
+    for (;;) {
+        size_t u = atomic_fetch_add_explicit(&group->counters->pack, 1,
+                                             memory_order_relaxed);
+        size_t q0 = u * step;
+        if (q0 >= panels)
+            return;
+        size_t q1 = min_size(q0 + step, panels);
+        size_t c0 = j0 + q0 * nr, c1 = j0 + min_size(q1 * nr, nc);
+        if (g->trans_b == LOCUS_NO_TRANS)
+            account_rows(job, g->b, ab, g->ldb, p0, p0 + kc, c0, c1);
+        else
+            account_rows(job, g->b, ab, g->ldb, c0, c1, p0, p0 + kc);
+        kind->pack_b(g->typed, nr, p0, kc, c0, c1 - c0,
+                     group->b_blocks[t % 2] + q0 * nr * kc * kind->elem_size);
+    }
+}
+
+/* Claims and computes units of the group's rows of C with block t of B,
+ * each into the worker's own A block. Each unit accounts what it reads:
+ * its rows of A in the first column block (later column blocks read the
+ * same A again, which the static split did not count either), and its
+ * tile of C in the first depth block, where beta != 0 reads it. */
+static void compute_units(const gemm_job *job, const gemm_group *group,
+                          int local, size_t t)
+{
+    const locus__gemm_kind *kind = job->kind;
+    const locus__gemm_view *g = job->g;
+    const locus__gemm_units *units = &group->units;
+    size_t elem = kind->elem_size, nr = kind->nr;
+    size_t ab = g->ab_size ? g->ab_size : elem;
+    size_t j0, nc, p0, kc;
+    block_at(job, t, &j0, &nc, &p0, &kc);
+    size_t panels = (nc + nr - 1) / nr;
+    size_t total = units->row_units * units->col_units;
+    char *ap = group->own + (size_t)local * job->own_stride * elem;
+    const char *bp = group->b_blocks[t % 2];
+    for (;;) {
+        size_t u = atomic_fetch_add_explicit(&group->counters->compute, 1,
+                                             memory_order_relaxed);
+        if (u >= total)
+            return;
+        size_t r0 = group->row_begin + u / units->col_units * units->row_step;
+        size_t r1 = min_size(r0 + units->row_step, group->row_end);
+        size_t q0 = u % units->col_units * units->col_step;
+        if (q0 >= panels)
+            continue; /* the last column block may have fewer panels */
+        size_t q1 = min_size(q0 + units->col_step, panels);
+        size_t c0 = j0 + q0 * nr, c1 = j0 + min_size(q1 * nr, nc);
+        if (t < job->k_blocks) {
+            if (g->trans_a == LOCUS_NO_TRANS)
+                account_rows(job, g->a, ab, g->lda, r0, r1, p0, p0 + kc);
+            else
+                account_rows(job, g->a, ab, g->lda, p0, p0 + kc, r0, r1);
+        }
+        if (p0 == 0 && g->reads_c)
+            account_rows(job, g->c, elem, g->ldc, r0, r1, c0, c1);
+        kind->pack_a(g->typed, kind->mr, r0, r1 - r0, p0, kc, ap);
+        kind->macro(g->typed, r1 - r0, c1 - c0, kc, ap,
+                    bp + q0 * nr * kc * elem, r0, c0, p0 == 0,
+                    job->blocks.l2_cols);
+    }
+}
+
+/* Private mode: computes this worker's tile of C with block t of B,
+ * first packing the columns of B its tile needs into its own buffer:
  * some packing is done twice across workers, but the whole product is one
- * job with no phase to wait for, which is what small products need. */
+ * job with no phase to wait for, which is what small products need.
+ * Static tiles, since dynamic units would pack B once per unit. */
 static void compute_share(const gemm_job *job, const gemm_group *group,
                           int local, size_t t)
 {
@@ -143,14 +232,8 @@ static void compute_share(const gemm_job *job, const gemm_group *group,
         return;
     size_t cols = min_size(q1 * nr, nc) - q0 * nr;
     char *ap = group->own + (size_t)local * job->own_stride * elem;
-    const char *bp;
-    if (job->private_b) {
-        char *mine = ap + (job->own_stride - job->b_elems) * elem;
-        kind->pack_b(typed, nr, p0, kc, j0 + q0 * nr, cols, mine);
-        bp = mine;
-    } else {
-        bp = group->b_blocks[t % 2] + q0 * nr * kc * elem;
-    }
+    char *bp = ap + (job->own_stride - job->b_elems) * elem;
+    kind->pack_b(typed, nr, p0, kc, j0 + q0 * nr, cols, bp);
     size_t step = locus__gemm_even_block(r1 - r0, job->blocks.mc, kind->mr);
     for (size_t ic = r0; ic < r1; ic += step) {
         size_t mc = min_size(step, r1 - ic);
@@ -173,8 +256,9 @@ static void account_block(const gemm_job *job, const void *base, size_t elem,
         job->op, (const char *)base + (r0 * ld + c0) * elem, elems * elem);
 }
 
-/* What this worker reads over the whole product: the A rows of its tile,
- * its share of B (packing), and its tile of C when beta != 0. */
+/* Private mode: what this worker reads over the whole product: the A
+ * rows of its tile, its share of B (packing), and its tile of C when
+ * beta != 0. */
 static void account_worker(const gemm_job *job, const gemm_group *group,
                            int local)
 {
@@ -204,17 +288,19 @@ static void phase_worker(void *arg, int rank, int ranks)
     int local;
     const gemm_group *group = group_of(job, rank, &local);
     size_t phases = job->n_blocks * job->k_blocks + 1;
-    if (job->phase == 0)
-        account_worker(job, group, local);
     if (job->private_b) {
+        account_worker(job, group, local);
         for (size_t t = 0; t + 1 < phases; t++)
             compute_share(job, group, local, t);
         return;
     }
+    /* Block t - 1, computed here, was packed in the previous phase; block
+     * t, packed here, is read only in the next: nothing in a phase waits
+     * for another worker. */
     if (job->phase + 1 < phases)
-        pack_b_share(job, group, local, job->phase);
+        pack_b_units(job, group, job->phase);
     if (job->phase > 0)
-        compute_share(job, group, local, job->phase - 1);
+        compute_units(job, group, local, job->phase - 1);
 }
 
 /* alpha == 0 or k == 0: C = beta C, rows split among all workers. */
@@ -317,16 +403,18 @@ static locus_status alloc_groups(const locus__cpu_state *s, gemm_job *job,
     const locus__gemm_kind *kind = job->kind;
     size_t kc = job->blocks.kc, elem = kind->elem_size;
     job->b_elems = round_up(kc * round_up(job->blocks.nc, kind->nr), 16);
-    /* A worker's A block holds at most its tile's rows (worker_tile's
-     * split: whole micro-panels, the larger shares first), which with
-     * blocks sized to L3 is often fewer than mc. */
+    /* A worker's A block holds at most a unit's rows (phased mode) or
+     * its tile's (private mode: worker_tile's split, whole micro-panels,
+     * the larger shares first), which with blocks sized to L3 is often
+     * fewer than mc. */
     size_t most_rows = 0;
     for (int i = 0; i < job->group_count; i++) {
         const gemm_group *group = &job->groups[i];
         size_t panels =
             (group->row_end - group->row_begin + kind->mr - 1) / kind->mr;
         size_t ways = (size_t)group->row_ways;
-        size_t rows = (panels + ways - 1) / ways * kind->mr;
+        size_t rows = job->private_b ? (panels + ways - 1) / ways * kind->mr
+                                     : group->units.row_step;
         if (rows > most_rows)
             most_rows = rows;
     }
@@ -412,10 +500,21 @@ locus_status locus__gemm_run(const locus__cpu_state *s, size_t device,
 
     build_groups(s, node, workers, &job);
     assign_rows(s, workers, &job);
-    for (int i = 0; i < job.group_count; i++)
-        choose_grid(&job.groups[i], kind->mr, kind->nr, job.blocks.nc);
-
     job.private_b = (double)g->m * (double)g->n * (double)g->k <= PRIVATE_MAX;
+    gemm_counters counters[MAX_GROUPS];
+    size_t block_panels = (job.blocks.nc + kind->nr - 1) / kind->nr;
+    for (int i = 0; i < job.group_count; i++) {
+        gemm_group *group = &job.groups[i];
+        choose_grid(group, kind->mr, kind->nr, job.blocks.nc);
+        group->units = locus__gemm_units_plan(group->row_end - group->row_begin,
+                                              block_panels, kind->mr, kind->nr,
+                                              job.blocks.mc, group->ranks);
+        group->pack_step =
+            locus__gemm_pack_step(block_panels, kind->nr, group->ranks);
+        group->counters = &counters[i];
+        atomic_init(&counters[i].compute, 0);
+        atomic_init(&counters[i].pack, 0);
+    }
 
     uint64_t workspace = 0;
     locus__gemm_buffers buffers;
@@ -427,6 +526,12 @@ locus_status locus__gemm_run(const locus__cpu_state *s, size_t device,
 
     size_t phases = job.private_b ? 1 : job.n_blocks * job.k_blocks + 1;
     for (job.phase = 0; job.phase < phases; job.phase++) {
+        /* The run hands the job to the workers after these stores. */
+        for (int i = 0; i < job.group_count; i++) {
+            atomic_store_explicit(&counters[i].compute, 0,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&counters[i].pack, 0, memory_order_relaxed);
+        }
         status = locus__cpu_run(s, node, tiny, phase_worker, &job);
         if (status != LOCUS_SUCCESS)
             break;
