@@ -10,6 +10,12 @@
  * The figures are fake, planted as full calibrations of the CPU and the
  * fake device module beside it, so that each decision is known; the pool
  * is the real one, so each state is waited for (never timed). */
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND() (RUNNING_ON_VALGRIND != 0)
+#else
+#define UNDER_VALGRIND() 0
+#endif
 #include <dirent.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -264,6 +270,10 @@ static void test_loop_returns_to_the_cpu(void)
                     locus__pool_prewake_count(f.context->pool) - before);
         TEST_OK(locus__sched_choose(f.context, &cost, &second));
         if (locus__now_seconds() - woken > 0.5e-3)
+            continue;
+        /* Under valgrind a woken worker runs when valgrind schedules its
+         * thread, which can be after this choice: tried again. */
+        if (UNDER_VALGRIND() && (second.deep & (UINT64_C(1) << f.cpu->ordinal)))
             continue;
         timely = true;
         TEST_EXPECT(second.device == f.cpu &&
