@@ -83,7 +83,7 @@ double *random_matrix(size_t n, uint64_t seed)
 }
 
 /* One timed run, no warm-up. */
-template <class F> double best_seconds_once(F run)
+template <class F> double seconds_once(F run)
 {
     cudaEvent_t start, stop;
     CHECK(cudaEventCreate(&start));
@@ -101,24 +101,14 @@ template <class F> double best_seconds_once(F run)
 
 template <class F> double best_seconds(F run, int repeat)
 {
-    cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
     run(); /* warm-up: module load, smem opt-in */
     CHECK(cudaDeviceSynchronize());
     double best = 1e30;
     for (int r = 0; r < repeat; r++) {
-        CHECK(cudaEventRecord(start));
-        run();
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
-        if (ms * 1e-3 < best)
-            best = ms * 1e-3;
+        const double t = seconds_once(run);
+        if (t < best)
+            best = t;
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     return best;
 }
 
@@ -137,11 +127,11 @@ void best_seconds_interleaved(F first, G second, int rounds, double *t_first,
     for (int r = 0; r < rounds; r++) {
         double tf, ts;
         if (r % 2 == 0) {
-            tf = best_seconds_once(first);
-            ts = best_seconds_once(second);
+            tf = seconds_once(first);
+            ts = seconds_once(second);
         } else {
-            ts = best_seconds_once(second);
-            tf = best_seconds_once(first);
+            ts = seconds_once(second);
+            tf = seconds_once(first);
         }
         *t_first = tf < *t_first ? tf : *t_first;
         *t_second = ts < *t_second ? ts : *t_second;
