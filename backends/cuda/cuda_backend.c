@@ -492,6 +492,7 @@ static const locus_backend cuda_backend = {
     .conv2d_layer = locus__cuda_conv2d_layer_op,
     .prefetch = locus__cuda_prefetch,
     .prefetch_wait = locus__cuda_prefetch_wait,
+    .prefetch_to_host = locus__cuda_prefetch_to_host,
     .wrap = locus__cuda_wrap, /* no unwrap: a wrap holds nothing */
 };
 

@@ -52,8 +52,11 @@ typedef struct cuda_device {
     double *result_mapped;  /* its device address; NULL: copy it instead */
     void *workspace;        /* device, grown as ops need, kept */
     size_t workspace_bytes; /* its size */
-    /* Made at first prefetch under the engines' own lock, not this one. */
+    /* Made at first prefetch (uploads) and first write-back (downloads)
+     * under the engines' own lock, not this one: one per direction, so
+     * that the two copy directions run beside each other. */
     cuda_copy_engine *copy_engine;
+    cuda_copy_engine *download_engine;
 } cuda_device;
 
 typedef struct cuda_state {
@@ -115,7 +118,12 @@ locus_status locus__cuda_prefetch(void *state, size_t device, void *memory,
                                   void **ticket);
 locus_status locus__cuda_prefetch_wait(void *state, size_t device,
                                        void *ticket);
-/* Frees the device's copy engine, if made; at fini. */
+/* A queued op's result back to the host beside the next op, on a stream
+ * of its own (cuda_prefetch.c); waited for with locus__cuda_prefetch_wait. */
+locus_status locus__cuda_prefetch_to_host(void *state, size_t device,
+                                          void *host, const void *memory,
+                                          size_t bytes, void **ticket);
+/* Frees the device's copy engines, those made; at fini. */
 void locus__cuda_release_prefetch(const cuda_state *state, size_t device);
 /* Page-locks caller memory for every device (cudaHostRegister). */
 locus_status locus__cuda_pin(void *state, size_t device, void *host,

@@ -15,6 +15,16 @@
  * copy; prefetch_wait synchronizes on it. The runtime marks the copy
  * current only after that wait, so the compute stream needs no
  * cudaStreamWaitEvent: the op that reads the input is issued later.
+ *
+ * Write-backs (prefetch_to_host: a queued op's result to its host copy
+ * while the next op runs) have an engine of their own, made at first
+ * use, so that a download and the next op's uploads use the GPU's two
+ * copy directions at once. The runtime gives a write-back only after the
+ * op that made the result returned, whose stream work is then complete,
+ * so the download stream needs no wait on the compute stream either. To
+ * pinned memory it is one cudaMemcpyAsync; to pageable memory each chunk
+ * lands in the ring and the CPU copies it out once it has arrived, while
+ * the next chunk is on its way; it returns after the last one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -139,8 +149,12 @@ static locus_status make_engine(cuda_state *state, size_t index,
     return LOCUS_SUCCESS;
 }
 
-/* Selects the device on this thread and finds (or makes) its engine. */
+typedef enum copy_direction { TO_DEVICE, TO_HOST } copy_direction;
+
+/* Selects the device on this thread and finds (or makes) its engine for
+ * the direction. */
 static locus_status engine_of(cuda_state *state, size_t index,
+                              copy_direction direction,
                               cuda_copy_engine **engine)
 {
     locus_status status = locus__cuda_check_device(state, index);
@@ -151,10 +165,12 @@ static locus_status engine_of(cuda_state *state, size_t index,
     if (err != cudaSuccess)
         return locus__cuda_fail(state, index, err, "cudaSetDevice(%d)",
                                 device->ordinal);
+    cuda_copy_engine **slot = direction == TO_DEVICE ? &device->copy_engine
+                                                     : &device->download_engine;
     pthread_mutex_lock(&engines_lock);
-    if (device->copy_engine == NULL)
-        status = make_engine(state, index, &device->copy_engine);
-    *engine = device->copy_engine;
+    if (*slot == NULL)
+        status = make_engine(state, index, slot);
+    *engine = *slot;
     pthread_mutex_unlock(&engines_lock);
     return status;
 }
@@ -199,19 +215,55 @@ static cudaError_t queue_copy(cuda_copy_engine *engine, char *memory,
     return cudaSuccess;
 }
 
-locus_status locus__cuda_prefetch(void *opaque, size_t index, void *memory,
-                                  const void *host, size_t bytes,
-                                  void **ticket_out)
+/* With the engine's lock: the download, finished for pageable memory
+ * (the CPU's copy out of the ring comes after each chunk's arrival),
+ * queued on the stream for pinned memory. */
+static cudaError_t download(cuda_copy_engine *engine, char *host,
+                            const char *memory, size_t bytes)
 {
-    cuda_state *state = opaque;
-    if (ticket_out == NULL || memory == NULL || host == NULL || bytes == 0)
-        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                     "prefetch to cuda:%zu needs memory, "
-                                     "host memory, bytes and a ticket",
-                                     index);
+    if (engine->staging_failed || is_pinned(host))
+        return cudaMemcpyAsync(host, memory, bytes, cudaMemcpyDeviceToHost,
+                               engine->stream);
+    const size_t chunk = LOCUS_CUDA_STAGING_CHUNK;
+    const size_t chunks = (bytes + chunk - 1) / chunk;
+    /* Chunk i lands in slot i % SLOTS; chunk i + SLOTS is queued into a
+     * slot only after the CPU copied chunk i out of it. */
+    cudaError_t err = cudaSuccess;
+    size_t queued = 0;
+    for (size_t i = 0; i < chunks && err == cudaSuccess; i++) {
+        for (; queued < chunks && queued < i + LOCUS_CUDA_STAGING_SLOTS &&
+               err == cudaSuccess;
+             queued++) {
+            const int slot = (int)(queued % LOCUS_CUDA_STAGING_SLOTS);
+            size_t offset = queued * chunk, part = bytes - offset;
+            err = cudaMemcpyAsync(engine->staging[slot], memory + offset,
+                                  part < chunk ? part : chunk,
+                                  cudaMemcpyDeviceToHost, engine->stream);
+            if (err == cudaSuccess)
+                err = cudaEventRecord(engine->slot_done[slot], engine->stream);
+        }
+        const int slot = (int)(i % LOCUS_CUDA_STAGING_SLOTS);
+        if (err == cudaSuccess)
+            err = cudaEventSynchronize(engine->slot_done[slot]);
+        if (err == cudaSuccess) {
+            size_t offset = i * chunk, part = bytes - offset;
+            memcpy(host + offset, engine->staging[slot],
+                   part < chunk ? part : chunk);
+        }
+    }
+    return err;
+}
+
+/* A ticket whose event follows everything queued so far on the engine's
+ * stream, after copy (which queues or does the copy) under its lock. */
+static locus_status copy_with_ticket(cuda_state *state, size_t index,
+                                     copy_direction direction, char *to,
+                                     const char *from, size_t bytes,
+                                     void **ticket_out)
+{
     *ticket_out = NULL;
     cuda_copy_engine *engine = NULL;
-    locus_status status = engine_of(state, index, &engine);
+    locus_status status = engine_of(state, index, direction, &engine);
     if (status != LOCUS_SUCCESS)
         return status;
     cuda_ticket *ticket = calloc(1, sizeof *ticket);
@@ -225,12 +277,16 @@ locus_status locus__cuda_prefetch(void *opaque, size_t index, void *memory,
         return locus__cuda_fail(state, index, err, "cudaEventCreate (ticket)");
     }
     pthread_mutex_lock(&engine->lock);
-    err = queue_copy(engine, memory, host, bytes);
+    err = direction == TO_DEVICE ? queue_copy(engine, to, from, bytes)
+                                 : download(engine, to, from, bytes);
     if (err == cudaSuccess)
         err = cudaEventRecord(ticket->done, engine->stream);
     if (err != cudaSuccess) {
-        status = locus__cuda_fail(state, index, err,
-                                  "prefetch of %zu bytes to the device", bytes);
+        status =
+            locus__cuda_fail(state, index, err, "%s of %zu bytes",
+                             direction == TO_DEVICE ? "prefetch to the device"
+                                                    : "write-back to the host",
+                             bytes);
         (void)cudaStreamSynchronize(engine->stream);
         (void)cudaGetLastError();
     }
@@ -242,6 +298,34 @@ locus_status locus__cuda_prefetch(void *opaque, size_t index, void *memory,
     }
     *ticket_out = ticket;
     return LOCUS_SUCCESS;
+}
+
+locus_status locus__cuda_prefetch(void *opaque, size_t index, void *memory,
+                                  const void *host, size_t bytes,
+                                  void **ticket_out)
+{
+    cuda_state *state = opaque;
+    if (ticket_out == NULL || memory == NULL || host == NULL || bytes == 0)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "prefetch to cuda:%zu needs memory, "
+                                     "host memory, bytes and a ticket",
+                                     index);
+    return copy_with_ticket(state, index, TO_DEVICE, memory, host, bytes,
+                            ticket_out);
+}
+
+locus_status locus__cuda_prefetch_to_host(void *opaque, size_t index,
+                                          void *host, const void *memory,
+                                          size_t bytes, void **ticket_out)
+{
+    cuda_state *state = opaque;
+    if (ticket_out == NULL || memory == NULL || host == NULL || bytes == 0)
+        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
+                                     "write-back from cuda:%zu needs memory, "
+                                     "host memory, bytes and a ticket",
+                                     index);
+    return copy_with_ticket(state, index, TO_HOST, host, memory, bytes,
+                            ticket_out);
 }
 
 locus_status locus__cuda_prefetch_wait(void *opaque, size_t index,
@@ -262,12 +346,9 @@ locus_status locus__cuda_prefetch_wait(void *opaque, size_t index,
     return status;
 }
 
-void locus__cuda_release_prefetch(const cuda_state *state, size_t index)
+static void release_engine(const cuda_device *device, const cuda_state *state,
+                           cuda_copy_engine *engine)
 {
-    cuda_device *device = &state->devices[index];
-    cuda_copy_engine *engine = device->copy_engine;
-    if (engine == NULL)
-        return;
     if (cudaSetDevice(device->ordinal) == cudaSuccess) {
         (void)cudaStreamSynchronize(engine->stream);
         free_ring(state, engine);
@@ -278,5 +359,15 @@ void locus__cuda_release_prefetch(const cuda_state *state, size_t index)
     (void)cudaGetLastError();
     pthread_mutex_destroy(&engine->lock);
     free(engine);
+}
+
+void locus__cuda_release_prefetch(const cuda_state *state, size_t index)
+{
+    cuda_device *device = &state->devices[index];
+    if (device->copy_engine != NULL)
+        release_engine(device, state, device->copy_engine);
+    if (device->download_engine != NULL)
+        release_engine(device, state, device->download_engine);
     device->copy_engine = NULL;
+    device->download_engine = NULL;
 }

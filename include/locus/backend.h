@@ -442,6 +442,23 @@ typedef struct locus_backend {
     locus_status (*prefetch)(void *state, size_t device, void *memory,
                              const void *host, size_t bytes, void **ticket);
     locus_status (*prefetch_wait)(void *state, size_t device, void *ticket);
+
+    /* ---- write-backs beside compute (appended in 0.3) -----------------
+     * Optional (NULL: a queued op's result stays on the device until it
+     * is read, as before); read only from a table whose struct_size covers
+     * it, and only with prefetch and prefetch_wait. For a queue's op that
+     * has returned (docs/SCHEDULER.md, "Overlapped uploads"): starts
+     * copying `bytes` of `memory` (from alloc, holding that op's result)
+     * to `host` on a copy engine of the direction device to host, beside
+     * the uploads and the ops, from a thread of the runtime's while the
+     * next op may run; the same rules as prefetch (it may block while it
+     * stages pageable memory, must not wait for a running op). The ticket
+     * is waited for with prefetch_wait; until then the runtime leaves the
+     * device memory unchanged and the host memory unread, and after a
+     * failure the host memory's content is undefined. */
+    locus_status (*prefetch_to_host)(void *state, size_t device, void *host,
+                                     const void *memory, size_t bytes,
+                                     void **ticket);
 } locus_backend;
 
 /* What a conv2d request uses beyond 0.2's convolution. */

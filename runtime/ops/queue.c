@@ -78,6 +78,10 @@ struct locus_queue {
      * that offers them, unless LOCUS_QUEUE_OVERLAP=0. */
     bool overlap;
     locus__prefetcher prefetcher;
+    /* Results sent back beside the next op: on with overlap for a device
+     * that offers prefetch_to_host. */
+    bool write_back;
+    locus__prefetcher writer;
 };
 
 /* A lock, unlock or wait on our own objects fails only when they are
@@ -293,6 +297,24 @@ static void prefetch_next(locus_queue *queue, const queue_item *item,
     next->prefetched = true;
 }
 
+/* After op item succeeded, before it is reported complete: its output
+ * goes back to its host copy beside the next op, unless the next op
+ * already queued uses it (it would wait for the copy, or overwrite it). */
+static void write_back_output(locus_queue *queue, const queue_item *item)
+{
+    if (!queue->write_back || !item->type || item->type == &locus__reduce_op)
+        return;
+    locus_buffer *output = item->buffers[item->type->operand_count - 1];
+    if (!output)
+        return;
+    lock(&queue->lock);
+    const queue_item *next = queue->head;
+    bool used = next && next->type && used_by(next, output);
+    unlock(&queue->lock);
+    if (!used)
+        locus__writer_give(&queue->writer, output);
+}
+
 /* Runs one item and makes its outcome known: to its event, and to the
  * queue's first failure. An op whose inputs were being copied waits for
  * them first and fails with the copy's failure. */
@@ -310,6 +332,8 @@ static void run_item(locus_queue *queue, queue_item *item, queue_item *next)
      * same. */
     if (status == LOCUS_SUCCESS && item->record)
         item->record->bytes_to_device += prefetched;
+    if (status == LOCUS_SUCCESS)
+        write_back_output(queue, item);
     const char *detail = status == LOCUS_SUCCESS ? "" : locus_last_error();
     bool is_op = item->type != NULL;
     if (item->event && is_op)
@@ -404,6 +428,7 @@ LOCUS_API locus_status locus_queue_create(locus_context *context,
     if (status != LOCUS_SUCCESS)
         goto free_queue;
     queue->overlap = overlap && locus__prefetch_offered(device);
+    queue->write_back = queue->overlap && locus__write_back_offered(device);
     status = init_pair(&queue->lock, &queue->work, "queue");
     if (status != LOCUS_SUCCESS)
         goto free_queue;
@@ -418,13 +443,21 @@ LOCUS_API locus_status locus_queue_create(locus_context *context,
         if (status != LOCUS_SUCCESS)
             goto destroy_idle;
     }
+    if (queue->write_back) {
+        status = locus__writer_start(&queue->writer, device);
+        if (status != LOCUS_SUCCESS)
+            goto stop_prefetcher;
+    }
     status = start_thread(queue);
     if (status != LOCUS_SUCCESS)
-        goto stop_prefetcher;
+        goto stop_writer;
     atomic_fetch_add(&context->live_queues, 1);
     *out = queue;
     return LOCUS_SUCCESS;
 
+stop_writer:
+    if (queue->write_back)
+        locus__prefetcher_stop(&queue->writer);
 stop_prefetcher:
     if (queue->overlap)
         locus__prefetcher_stop(&queue->prefetcher);
@@ -448,6 +481,9 @@ LOCUS_API void locus_queue_destroy(locus_queue *queue)
     unlock(&queue->lock);
     /* The thread leaves only once the FIFO is empty. */
     must(pthread_join(queue->thread, NULL), "pthread_join");
+    /* Its last write-back, if still in flight, ends first. */
+    if (queue->write_back)
+        locus__prefetcher_stop(&queue->writer);
     if (queue->overlap)
         locus__prefetcher_stop(&queue->prefetcher);
     must(pthread_cond_destroy(&queue->idle), "pthread_cond_destroy");

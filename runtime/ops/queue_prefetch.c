@@ -1,8 +1,11 @@
-/* The copying thread of a queue (queue_prefetch.h). It holds each input's
- * use_lock shared while its copy is in flight, so no op or write changes
- * the buffer meanwhile, and marks the device copy current only if the
- * content's version is still the one it copied. A failure is kept for the
- * op that needed the input, which then fails with it. */
+/* The copying threads of a queue (queue_prefetch.h). The uploads' thread
+ * holds each input's use_lock shared while its copy is in flight, so no
+ * op or write changes the buffer meanwhile, and marks the device copy
+ * current only if the content's version is still the one it copied. A
+ * failure is kept for the op that needed the input, which then fails with
+ * it. The write-backs' thread holds the result's use_lock shared and its
+ * state_lock while its download is in flight, and marks the host copy
+ * current only if the copy succeeded and the version did not move. */
 #include "queue_prefetch.h"
 
 #include <signal.h>
@@ -30,6 +33,16 @@ bool locus__prefetch_offered(const locus_device *device)
         offsetof(locus_backend, prefetch_wait) + sizeof table->prefetch_wait;
     return !table->host_memory && table->struct_size >= end &&
            table->prefetch && table->prefetch_wait;
+}
+
+bool locus__write_back_offered(const locus_device *device)
+{
+    if (!locus__prefetch_offered(device))
+        return false;
+    const locus_backend *table = device->backend->table;
+    size_t end = offsetof(locus_backend, prefetch_to_host) +
+                 sizeof table->prefetch_to_host;
+    return table->struct_size >= end && table->prefetch_to_host;
 }
 
 locus_status locus__prefetch_enabled(bool *enabled)
@@ -122,6 +135,84 @@ static void run_job(locus__prefetcher *prefetcher, locus_buffer *const *buffers,
     must(pthread_mutex_unlock(&prefetcher->lock), "pthread_mutex_unlock");
 }
 
+/* With state_lock held: whether the buffer's host copy, its home, is
+ * stale and the device's copy current. */
+static bool needs_write_back(const locus_buffer *buffer,
+                             const locus_device *device)
+{
+    const uint64_t bit = device_bit(device);
+    return !buffer->mapped && !buffer->home_device && buffer->host &&
+           buffer->device_memory[device->ordinal] &&
+           !(buffer->valid & LOCUS__HOST_COPY) && (buffer->valid & bit);
+}
+
+static void say_taken(locus__prefetcher *writer)
+{
+    must(pthread_mutex_lock(&writer->lock), "pthread_mutex_lock");
+    writer->taken = true;
+    must(pthread_cond_broadcast(&writer->changed), "pthread_cond_broadcast");
+    must(pthread_mutex_unlock(&writer->lock), "pthread_mutex_unlock");
+}
+
+static void write_back_job(locus__prefetcher *writer, locus_buffer *buffer)
+{
+    locus__clear_error();
+    const locus_device *device = writer->device;
+    const locus_backend *table = device->backend->table;
+    locus_status status = LOCUS_SUCCESS;
+    size_t bytes = 0;
+    /* A writer holding it (another thread's op or write) is changing the
+     * result: nothing to send, and the queue is not to wait for it. */
+    bool used = pthread_rwlock_tryrdlock(&buffer->use_lock) == 0;
+    bool wanted = false;
+    if (used) {
+        must(pthread_mutex_lock(&buffer->state_lock), "pthread_mutex_lock");
+        wanted = needs_write_back(buffer, device);
+        must(pthread_mutex_unlock(&buffer->state_lock), "pthread_mutex_unlock");
+    }
+    if (wanted) {
+        /* As a read's download would: a large result goes pinned, once. */
+        locus__buffer_pin_for(buffer, device);
+        must(pthread_mutex_lock(&buffer->state_lock), "pthread_mutex_lock");
+        wanted = needs_write_back(buffer, device);
+        if (!wanted)
+            must(pthread_mutex_unlock(&buffer->state_lock),
+                 "pthread_mutex_unlock");
+    }
+    say_taken(writer);
+    if (!wanted)
+        goto unlock_use;
+    uint64_t version = buffer->version;
+    void *ticket = NULL;
+    status = table->prefetch_to_host(
+        device->backend->state, device->index_in_backend, buffer->host,
+        buffer->device_memory[device->ordinal], buffer->bytes, &ticket);
+    if (status == LOCUS_SUCCESS)
+        status = table->prefetch_wait(device->backend->state,
+                                      device->index_in_backend, ticket);
+    if (status == LOCUS_SUCCESS && buffer->version == version &&
+        needs_write_back(buffer, device)) {
+        buffer->valid |= LOCUS__HOST_COPY;
+        bytes = buffer->bytes;
+    }
+    must(pthread_mutex_unlock(&buffer->state_lock), "pthread_mutex_unlock");
+    if (status != LOCUS_SUCCESS)
+        locus__log(buffer->context, LOCUS_LOG_WARN,
+                   "writing a queued op's result of %zu bytes back from %s "
+                   "beside the next op failed (%s); it stays on the device "
+                   "and is downloaded when read",
+                   buffer->bytes, device->info.selector, locus_last_error());
+unlock_use:
+    if (used)
+        must(pthread_rwlock_unlock(&buffer->use_lock), "pthread_rwlock_unlock");
+    must(pthread_mutex_lock(&writer->lock), "pthread_mutex_lock");
+    writer->status = status;
+    writer->bytes = bytes;
+    writer->finished = true;
+    must(pthread_cond_broadcast(&writer->changed), "pthread_cond_broadcast");
+    must(pthread_mutex_unlock(&writer->lock), "pthread_mutex_unlock");
+}
+
 static void *prefetch_thread(void *arg)
 {
     locus__prefetcher *prefetcher = arg;
@@ -137,7 +228,10 @@ static void *prefetch_thread(void *arg)
         size_t count = prefetcher->count;
         memcpy(buffers, prefetcher->buffers, count * sizeof buffers[0]);
         must(pthread_mutex_unlock(&prefetcher->lock), "pthread_mutex_unlock");
-        run_job(prefetcher, buffers, count);
+        if (prefetcher->to_host)
+            write_back_job(prefetcher, buffers[0]);
+        else
+            run_job(prefetcher, buffers, count);
         must(pthread_mutex_lock(&prefetcher->lock), "pthread_mutex_lock");
     }
     must(pthread_mutex_unlock(&prefetcher->lock), "pthread_mutex_unlock");
@@ -176,6 +270,17 @@ locus_status locus__prefetcher_start(locus__prefetcher *prefetcher,
     return LOCUS_SUCCESS;
 }
 
+locus_status locus__writer_start(locus__prefetcher *writer,
+                                 const locus_device *device)
+{
+    locus_status status = locus__prefetcher_start(writer, device);
+    /* Read by the thread only once a job is given, under the lock. */
+    must(pthread_mutex_lock(&writer->lock), "pthread_mutex_lock");
+    writer->to_host = status == LOCUS_SUCCESS;
+    must(pthread_mutex_unlock(&writer->lock), "pthread_mutex_unlock");
+    return status;
+}
+
 void locus__prefetcher_stop(locus__prefetcher *prefetcher)
 {
     must(pthread_mutex_lock(&prefetcher->lock), "pthread_mutex_lock");
@@ -202,6 +307,27 @@ void locus__prefetcher_give(locus__prefetcher *prefetcher,
     must(pthread_cond_broadcast(&prefetcher->changed),
          "pthread_cond_broadcast");
     must(pthread_mutex_unlock(&prefetcher->lock), "pthread_mutex_unlock");
+}
+
+void locus__writer_give(locus__prefetcher *writer, locus_buffer *buffer)
+{
+    must(pthread_mutex_lock(&writer->lock), "pthread_mutex_lock");
+    /* One write-back at a time: the previous one ends first. */
+    while (writer->busy && !writer->finished)
+        must(pthread_cond_wait(&writer->changed, &writer->lock),
+             "pthread_cond_wait");
+    writer->count = 1;
+    writer->buffers[0] = buffer;
+    writer->busy = true;
+    writer->finished = false;
+    writer->taken = false;
+    writer->status = LOCUS_SUCCESS;
+    writer->bytes = 0;
+    must(pthread_cond_broadcast(&writer->changed), "pthread_cond_broadcast");
+    while (!writer->taken)
+        must(pthread_cond_wait(&writer->changed, &writer->lock),
+             "pthread_cond_wait");
+    must(pthread_mutex_unlock(&writer->lock), "pthread_mutex_unlock");
 }
 
 locus_status locus__prefetcher_collect(locus__prefetcher *prefetcher,

@@ -1,6 +1,7 @@
 #!/bin/sh
-# The queue's overlapped uploads (#25 item 2) on an H200 machine: the unit
-# test of the queue's prefetch order (fake module), then `locus bench
+# The queue's overlapped uploads and write-backs (#25 item 2) on an H200
+# machine: the unit test of the queue's prefetch order (fake module), the
+# CUDA tests of write-backs, copies and queued gemms, then `locus bench
 # pipeline` on cuda:0: 8 gemms from the host through one queue, overlap on
 # and off in the same run, at 2048 and 4096 (inputs pinned at their first
 # copy) and 768 (2.25 MiB inputs, below the pinning threshold: the staged
@@ -27,7 +28,9 @@ build=${SESSION_BUILD:-/tmp/locus-pipeline-build}
     { echo "setup failed" >&3; exit 1; }
 # Only these targets (a no-op where SESSION_BUILD has them already).
 targets="tools/locus backends/cuda/locus-cuda.so tests/unit/test_queue_overlap
-    tests/unit/modules/fake_prefetch/locus-cuda.so"
+    tests/unit/modules/fake_prefetch/locus-cuda.so
+    tests/gpu/test_cuda_queue_writeback tests/gpu/test_cuda_coherence
+    tests/gpu/test_cuda_gemm"
 timeout 150 ninja -C "$build" $targets >/dev/null ||
     { ninja -C "$build" $targets 2>&1 | grep -E "error|FAILED" | head -20 >&3
       exit 1; }
@@ -40,6 +43,12 @@ echo "=== unit-queue_overlap exit $? (0: passed)" >&3
 grep FAIL "$out/unit.log" | head -10 >&3
 
 export LOCUS_PLUGIN_PATH="$build/backends/cuda"
+# The write-backs on the GPU, and the tests of copies and queued gemms.
+for t in test_cuda_queue_writeback test_cuda_coherence test_cuda_gemm; do
+    timeout 120 "$build/tests/gpu/$t" >"$out/$t.log" 2>&1
+    echo "=== $t exit $? (0: passed)" >&3
+    grep -iE "fail|off by|differs" "$out/$t.log" | head -10 >&3
+done
 locus="$build/tools/locus"
 timeout 60 "$locus" bench pipeline --device cuda:0 --size 768,2048,4096 \
     --count 8 --repeat 3 --json >"$out/pipeline.json" 2>"$out/pipeline.err"

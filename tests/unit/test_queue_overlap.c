@@ -1,10 +1,14 @@
-/* A queue's uploads beside compute, on a fake device with prefetch
+/* A queue's copies beside compute, on a fake device with prefetch
  * (modules/fake_prefetch) that logs its calls in order: op i+1's inputs
  * are prefetched while op i runs, op i+1 waits for the tickets instead of
  * uploading, a buffer op i uses is never prefetched, results are the same
  * with LOCUS_QUEUE_OVERLAP=0, and a failed prefetch fails the op that
- * needed it. No timing: the fake gemm waits for the prefetch it expects,
- * and a gate gemm holds the queue until the whole pipeline is enqueued. */
+ * needed it. Op i's result is written back while op i+1 runs, so that a
+ * read after it copies nothing; a failed write-back fails nothing and the
+ * read still gets the result; an op writing the result before it goes
+ * first is right. No timing: the fake gemm waits for the prefetch and the
+ * write-back it expects, and a gate gemm holds the queue until the whole
+ * pipeline is enqueued. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +142,7 @@ static void pipeline(const char *overlap, float results[OPS][ELEMENTS],
 {
     reset_log();
     setenv("LOCUS_TEST_PREFETCH_AWAIT", overlap, 1);
+    setenv("LOCUS_TEST_WRITEBACK_AWAIT", overlap, 1);
     locus_queue *gate_queue = NULL;
     locus_buffer *gate[3];
     locus_queue *queue = gated_queue(overlap, &gate_queue, gate);
@@ -166,7 +171,30 @@ static void pipeline(const char *overlap, float results[OPS][ELEMENTS],
     }
     end_gated(queue, gate_queue, gate);
     unsetenv("LOCUS_TEST_PREFETCH_AWAIT");
+    unsetenv("LOCUS_TEST_WRITEBACK_AWAIT");
     read_log();
+}
+
+/* The log's line "what V" for a float result, as the fake prints it. */
+static int find_result(const char *what, float value)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s %.9g", what, (double)value);
+    for (int i = 0; i < line_count; i++) {
+        size_t length = strlen(prefix);
+        if (strncmp(lines[i], prefix, length) == 0 &&
+            (lines[i][length] == '\0' || lines[i][length] == ' '))
+            return i;
+    }
+    return -1;
+}
+
+static int count(const char *prefix)
+{
+    int n = 0;
+    for (int at = find(prefix, 0); at >= 0; at = find(prefix, at + 1))
+        n++;
+    return n;
 }
 
 static void test_inputs_arrive_while_the_op_before_runs(void)
@@ -205,12 +233,34 @@ static void test_inputs_arrive_while_the_op_before_runs(void)
     bad += !TEST_EXPECT(find_value("upload", 100) >= 0 &&
                             find_value("upload", 20) >= 0,
                         "the first op's inputs were not uploaded by it");
+    /* Op i's result went back after op i and before op i+1 ended. */
+    for (int i = 0; i < OPS; i++) {
+        double a_this = i + 1 < OPS ? 100 + i : 10 + i;
+        int written = find_result("writeback", on[i][0]);
+        int end = find_value("gemm-end", a_this);
+        int next_end =
+            i + 1 < OPS ? find_value("gemm-end", 100 + i + 1) : line_count;
+        if (i + 2 == OPS)
+            next_end = find_value("gemm-end", 10 + i + 1);
+        bad += !TEST_EXPECT(end >= 0 && written > end && written < next_end,
+                            "op %d's result was not written back between its "
+                            "end and the end of op %d",
+                            i + 1, i + 2);
+    }
+    /* So the reads after the finish copied nothing. */
+    bad += !TEST_EXPECT(count("download") == 0,
+                        "the reads of results written back downloaded %d "
+                        "times",
+                        count("download"));
     if (bad)
         dump_log();
 
     pipeline("0", off, records);
-    TEST_EXPECT(find("prefetch", 0) < 0,
-                "LOCUS_QUEUE_OVERLAP=0 still prefetched");
+    TEST_EXPECT(find("prefetch", 0) < 0 && find("writeback", 0) < 0,
+                "LOCUS_QUEUE_OVERLAP=0 still prefetched or wrote back");
+    TEST_EXPECT(count("download") == OPS,
+                "without overlap the reads downloaded %d times, not %d",
+                count("download"), OPS);
     TEST_EXPECT(memcmp(on, off, sizeof on) == 0,
                 "results differ with overlap on and off");
     /* And they are products. */
@@ -323,6 +373,150 @@ static void test_a_failed_prefetch_fails_its_op(const char *how)
     end_gated(queue, gate_queue, gate);
 }
 
+/* The fake gemm's product, bit for bit: each element summed in double in
+ * order, then alpha * sum + beta * old rounded to float (alpha 1). */
+static void product(const float *a, const float *b, float beta, float *c)
+{
+    for (int i = 0; i < DIM; i++)
+        for (int j = 0; j < DIM; j++) {
+            double sum = 0;
+            for (int p = 0; p < DIM; p++)
+                sum += (double)a[i * DIM + p] * b[p * DIM + j];
+            double old = beta == 0 ? 0 : (double)beta * c[i * DIM + j];
+            c[i * DIM + j] = (float)(sum + old);
+        }
+}
+
+/* Against float64: c = a b + beta c0, c0 as given. */
+static double worst_error(const float *got, const float *a, const float *b,
+                          float beta, const float *c0)
+{
+    double worst = 0;
+    for (int i = 0; i < DIM; i++)
+        for (int j = 0; j < DIM; j++) {
+            double want = beta == 0 ? 0 : (double)beta * c0[i * DIM + j];
+            double magnitude = fabs(want);
+            for (int p = 0; p < DIM; p++) {
+                double term = (double)a[i * DIM + p] * b[p * DIM + j];
+                want += term;
+                magnitude += fabs(term);
+            }
+            double error = fabs(got[i * DIM + j] - want) / (1 + magnitude);
+            if (!(error <= worst))
+                worst = error; /* NaN sticks */
+        }
+    return worst;
+}
+
+/* A write-back that fails (as it starts, or in its wait, both after the
+ * fake scribbled NaN over the host copy) fails nothing: the ops succeeded,
+ * and the reads download the results, which are right. */
+static void test_a_failed_write_back_loses_nothing(const char *how)
+{
+    reset_log();
+    setenv("LOCUS_TEST_PREFETCH_FAILS", how, 1);
+    locus_queue *gate_queue = NULL;
+    locus_buffer *gate[3];
+    locus_queue *queue = gated_queue("1", &gate_queue, gate);
+    float av[2][ELEMENTS], bv[2][ELEMENTS];
+    locus_buffer *a[2], *b[2], *c[2];
+    locus_event *events[2];
+    locus_gemm_desc desc = square();
+    for (int i = 0; i < 2; i++) {
+        a[i] = matrix(60 + i, av[i]);
+        b[i] = matrix(62 + i, bv[i]);
+        c[i] = matrix(64 + i, NULL);
+        TEST_OK(locus_enqueue_gemm(queue, &desc, a[i], b[i], c[i], NULL,
+                                   &events[i]));
+    }
+    open_gate();
+    TEST_OK(locus_queue_finish(queue));
+    for (int i = 0; i < 2; i++) {
+        TEST_OK(locus_event_wait(events[i]));
+        locus_event_destroy(events[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        float got[ELEMENTS];
+        TEST_OK(locus_buffer_read(c[i], 0, got, sizeof got));
+        double worst = worst_error(got, av[i], bv[i], 0, NULL);
+        TEST_EXPECT(worst < 1e-5,
+                    "after a failed write-back (%s) op %d's result is off "
+                    "by %g",
+                    how, i + 1, worst);
+    }
+    read_log();
+    const char *tried =
+        strcmp(how, "writeback") == 0 ? "writeback-refused" : "writeback";
+    TEST_EXPECT(count(tried) >= 2 && count("download") == 2,
+                "failing write-backs (%s): %d tried, %d downloads, not 2 "
+                "and 2",
+                how, count(tried), count("download"));
+    for (int i = 0; i < 2; i++) {
+        locus_buffer_destroy(a[i]);
+        locus_buffer_destroy(b[i]);
+        locus_buffer_destroy(c[i]);
+    }
+    end_gated(queue, gate_queue, gate);
+    /* Only now: the copying threads read it until they are joined. */
+    unsetenv("LOCUS_TEST_PREFETCH_FAILS");
+}
+
+/* Op 2 reads and writes op 1's output (beta 1): it must see op 1's result
+ * and no write-back may cross it. Once enqueued together (the queue
+ * knows op 2 as op 1 ends, and writes nothing back in between), once
+ * enqueued after op 1 completed (its write-back may be in flight). */
+static void test_the_next_op_writes_the_result(void)
+{
+    for (int late = 0; late < 2; late++) {
+        reset_log();
+        locus_queue *gate_queue = NULL;
+        locus_buffer *gate[3];
+        locus_queue *queue = gated_queue("1", &gate_queue, gate);
+        float av[ELEMENTS], bv[ELEMENTS], a2v[ELEMENTS], b2v[ELEMENTS];
+        locus_buffer *a = matrix(70, av), *b = matrix(71, bv);
+        locus_buffer *a2 = matrix(72, a2v), *b2 = matrix(73, b2v);
+        locus_buffer *c = matrix(74, NULL);
+        locus_gemm_desc desc = square();
+        locus_gemm_desc accumulate = square();
+        accumulate.beta = 1;
+        locus_event *first = NULL;
+        TEST_OK(locus_enqueue_gemm(queue, &desc, a, b, c, NULL, &first));
+        if (late) {
+            open_gate();
+            TEST_OK(locus_event_wait(first));
+        }
+        TEST_OK(locus_enqueue_gemm(queue, &accumulate, a2, b2, c, NULL, NULL));
+        if (!late)
+            open_gate();
+        TEST_OK(locus_queue_finish(queue));
+        locus_event_destroy(first);
+        float got[ELEMENTS];
+        TEST_OK(locus_buffer_read(c, 0, got, sizeof got));
+        read_log();
+        float c1[ELEMENTS], c2[ELEMENTS];
+        product(av, bv, 0, c1);
+        memcpy(c2, c1, sizeof c2);
+        product(a2v, b2v, 1, c2);
+        double worst = worst_error(got, a2v, b2v, 1, c1);
+        TEST_EXPECT(worst < 1e-5 && memcmp(got, c2, sizeof got) == 0,
+                    "c = a2 b2 + a b (%s) off by %g",
+                    late ? "op 2 enqueued late" : "enqueued together", worst);
+        if (!late)
+            TEST_EXPECT(find_result("writeback", c1[0]) < 0,
+                        "op 1's result was written back although op 2, "
+                        "already queued, writes it");
+        TEST_EXPECT(find_result("writeback", c2[0]) >= 0 &&
+                        count("download") == 0,
+                    "op 2's result was not written back (%s), or the read "
+                    "downloaded it (%d downloads)",
+                    late ? "late" : "together", count("download"));
+        locus_buffer *all[] = {a, b, a2, b2, c};
+        for (int i = 0; i < 5; i++)
+            locus_buffer_destroy(all[i]);
+        end_gated(queue, gate_queue, gate);
+    }
+}
+
 static void test_a_bad_switch_is_refused(void)
 {
     setenv("LOCUS_QUEUE_OVERLAP", "yes", 1);
@@ -356,6 +550,9 @@ int main(int argc, char **argv)
     test_an_input_the_op_before_writes_is_not_prefetched();
     test_a_failed_prefetch_fails_its_op("start");
     test_a_failed_prefetch_fails_its_op("wait");
+    test_a_failed_write_back_loses_nothing("writeback");
+    test_a_failed_write_back_loses_nothing("writeback-wait");
+    test_the_next_op_writes_the_result();
     test_a_bad_switch_is_refused();
     locus_context_destroy(context);
     unlink(log_path);

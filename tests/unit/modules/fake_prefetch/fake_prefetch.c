@@ -12,7 +12,17 @@
  * one whose A starts below 0 is a gate: it waits (up to 5 s) until the
  * file LOCUS_TEST_PREFETCH_LOG.gate exists, so the test can enqueue a
  * whole pipeline behind it. LOCUS_TEST_PREFETCH_FAILS=start fails every
- * prefetch, =wait every prefetch_wait. */
+ * prefetch, =wait every prefetch_wait.
+ *
+ * Write-backs (prefetch_to_host): logged "writeback V T" with V the first
+ * float of the device memory, printed %.9g so that the test can match a
+ * result exactly; every download is logged "download V" likewise, so the
+ * test counts the copies a read made. With LOCUS_TEST_WRITEBACK_AWAIT=1,
+ * a gemm (of A at 0 or above) waits (up to 5 s) until the C of the gemm
+ * that ended before it was written back, so "op i's result travels while
+ * op i+1 runs" is an order too. LOCUS_TEST_PREFETCH_FAILS=writeback fails
+ * every prefetch_to_host, =writeback-wait the wait of each of its tickets;
+ * both scribble NaN over the host memory first, as a copy cut short may. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,11 +40,14 @@ typedef struct fake_state {
     pthread_cond_t prefetched;
     unsigned long prefetches, tickets;
     unsigned long prefetches_at_end; /* when the last gemm ended */
+    const void *last_c;              /* the C of the gemm that ended last */
+    int last_c_written;              /* and whether it was written back since */
 } fake_state;
 
 typedef struct ticket {
     unsigned long number;
     locus_status status;
+    int to_host; /* a write-back's */
 } ticket;
 
 static void log_line(fake_state *fake, const char *format, ...)
@@ -137,7 +150,11 @@ static locus_status upload(void *state, size_t device, void *memory,
 static locus_status download(void *state, size_t device, const void *memory,
                              void *host, size_t bytes, locus_op_context *op)
 {
-    (void)state, (void)device;
+    fake_state *fake = state;
+    (void)device;
+    pthread_mutex_lock(&fake->lock);
+    log_line(fake, "download %.9g", (double)*(const float *)memory);
+    pthread_mutex_unlock(&fake->lock);
     memcpy(host, memory, bytes);
     if (op && op->record)
         op->record->bytes_from_device += bytes;
@@ -157,6 +174,7 @@ static locus_status prefetch(void *state, size_t device, void *memory,
         return fake->services->fail(LOCUS_ERROR_OUT_OF_MEMORY, "ticket");
     memcpy(memory, host, bytes);
     made->status = LOCUS_SUCCESS;
+    made->to_host = 0;
     pthread_mutex_lock(&fake->lock);
     made->number = ++fake->tickets;
     fake->prefetches++;
@@ -176,10 +194,50 @@ static locus_status prefetch_wait(void *state, size_t device, void *opaque)
     pthread_mutex_lock(&fake->lock);
     log_line(fake, "wait %lu", waited->number);
     pthread_mutex_unlock(&fake->lock);
+    int to_host = waited->to_host;
+    locus_status status = waited->status;
     free(waited);
-    if (fails("wait"))
+    if (fails("wait") || (to_host && status != LOCUS_SUCCESS))
         return fake->services->fail(LOCUS_ERROR_BACKEND,
                                     "fake copy engine failed");
+    return LOCUS_SUCCESS;
+}
+
+static locus_status prefetch_to_host(void *state, size_t device, void *host,
+                                     const void *memory, size_t bytes,
+                                     void **out)
+{
+    fake_state *fake = state;
+    (void)device;
+    /* Decided once, here: the wait fails the ticket this copy scribbled. */
+    int refused = fails("writeback"), cut = fails("writeback-wait");
+    if (refused || cut)
+        memset(host, 0xff, bytes); /* NaN: must never be taken as current */
+    else
+        memcpy(host, memory, bytes);
+    pthread_mutex_lock(&fake->lock);
+    if (refused) {
+        log_line(fake, "writeback-refused %.9g",
+                 (double)*(const float *)memory);
+        pthread_mutex_unlock(&fake->lock);
+        return fake->services->fail(
+            LOCUS_ERROR_BACKEND, "fake write-back of %zu bytes refused", bytes);
+    }
+    ticket *made = malloc(sizeof *made);
+    if (!made) {
+        pthread_mutex_unlock(&fake->lock);
+        return fake->services->fail(LOCUS_ERROR_OUT_OF_MEMORY, "ticket");
+    }
+    made->status = cut ? LOCUS_ERROR_BACKEND : LOCUS_SUCCESS;
+    made->to_host = 1;
+    made->number = ++fake->tickets;
+    if (memory == fake->last_c)
+        fake->last_c_written = 1;
+    log_line(fake, "writeback %.9g %lu", (double)*(const float *)memory,
+             made->number);
+    pthread_cond_broadcast(&fake->prefetched);
+    pthread_mutex_unlock(&fake->lock);
+    *out = made;
     return LOCUS_SUCCESS;
 }
 
@@ -198,6 +256,23 @@ static void await_prefetch(fake_state *fake, double first)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
     while (fake->prefetches < before + wanted)
+        if (pthread_cond_timedwait(&fake->prefetched, &fake->lock, &until) ==
+            ETIMEDOUT)
+            break;
+}
+
+/* With fake->lock held: a gemm waits for the previous gemm's C to be
+ * written back (counted by its device memory, whichever queue's copying
+ * thread sends it). */
+static void await_writeback(fake_state *fake, double first)
+{
+    const char *await = getenv("LOCUS_TEST_WRITEBACK_AWAIT");
+    if (first < 0 || !fake->last_c || !await || await[0] != '1')
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (!fake->last_c_written)
         if (pthread_cond_timedwait(&fake->prefetched, &fake->lock, &until) ==
             ETIMEDOUT)
             break;
@@ -229,6 +304,7 @@ static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
     pthread_mutex_lock(&fake->lock);
     log_line(fake, "gemm-begin %g", first);
     await_prefetch(fake, first);
+    await_writeback(fake, first);
     pthread_mutex_unlock(&fake->lock);
     for (size_t i = 0; i < d->m; i++)
         for (size_t j = 0; j < d->n; j++) {
@@ -241,6 +317,8 @@ static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
     pthread_mutex_lock(&fake->lock);
     log_line(fake, "gemm-end %g", first);
     fake->prefetches_at_end = fake->prefetches;
+    fake->last_c = c;
+    fake->last_c_written = 0;
     pthread_mutex_unlock(&fake->lock);
     snprintf(op->record->algorithm, sizeof op->record->algorithm, "fake");
     return LOCUS_SUCCESS;
@@ -271,6 +349,7 @@ static const locus_backend table = {
     .offers = offers,
     .prefetch = prefetch,
     .prefetch_wait = prefetch_wait,
+    .prefetch_to_host = prefetch_to_host,
 };
 
 LOCUS_BACKEND_EXPORT const locus_backend *locus_backend_entry(void)
