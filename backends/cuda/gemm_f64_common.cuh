@@ -17,7 +17,14 @@ namespace locus_dgemm
 {
 
 constexpr int kPad = 4; /* doubles of padding per shared row */
-constexpr unsigned kGroupRows = 8;
+/* Tile rows a group of blocks walks column by column (grouped_tile): the
+ * blocks resident at once share their A rows and B columns in L2. A macro
+ * so that scripts/device/h200-f64.sh can build what-if benches with other
+ * groups; the library is built with 8. */
+#ifndef LOCUS_DGEMM_GROUP_ROWS
+#define LOCUS_DGEMM_GROUP_ROWS 8
+#endif
+constexpr unsigned kGroupRows = LOCUS_DGEMM_GROUP_ROWS;
 
 struct Problem {
     const double *a, *b;

@@ -439,6 +439,25 @@ int dgemm_only(cublasHandle_t h, const Device &dev,
     return failures == 0 ? 0 : 1;
 }
 
+/* --dgemm-large: AUTO beside cuBLAS at 8192 (NN, TT) and 4096 NN only,
+ * interleaved: the what-if builds of the tile groups are compared on it. */
+int dgemm_large(cublasHandle_t h, const Device &dev)
+{
+    gemm_case(h, dev, false, false, 333, 517, 259, 1, {LOCUS_CUDA_DGEMM_AUTO},
+              1);
+    record_rates = true;
+    interleave = true;
+    gemm_case(h, dev, false, false, 4096, 4096, 4096, 0,
+              {LOCUS_CUDA_DGEMM_AUTO}, 5);
+    for (int t : {0, 3})
+        gemm_case(h, dev, t & 1, t & 2, 8192, 8192, 8192, 0,
+                  {LOCUS_CUDA_DGEMM_AUTO}, 4);
+    print_rates();
+    cublasDestroy(h);
+    std::printf("failures %d\n", failures);
+    return failures == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -467,6 +486,8 @@ int main(int argc, char **argv)
     every.insert(every.end(), dmma.begin(), dmma.end());
     if (dgemm)
         return dgemm_only(h, dev, every);
+    if (argc > 1 && std::strcmp(argv[1], "--dgemm-large") == 0)
+        return dgemm_large(h, dev);
     /* Correctness first, small: odd shapes, every transpose, tight and
      * odd leading dimensions (8-byte copies), every kernel. */
     for (int t = 0; t < 4; t++)

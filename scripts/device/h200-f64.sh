@@ -12,6 +12,11 @@
 # every kernel checked on odd shapes, the pipelined variants timed beside
 # AUTO and cuBLAS at 4096 and 8192 in each transpose, a closing table),
 # no meson build or tests: about 2-3 minutes.
+#
+# `h200-f64.sh groups`: what-if benches of the DGEMM kernels' tile groups
+# (LOCUS_DGEMM_GROUP_ROWS 4, 8 (the library's), 16, 32), each run with
+# `--dgemm-large` (AUTO beside cuBLAS, interleaved, 4096 NN and 8192 NN
+# and TT), twice in turn: about 3 minutes.
 set -u
 out=${OUT:-/tmp/locus-out}
 mkdir -p "$out"
@@ -44,6 +49,51 @@ build_bench() {
     [ "$ok" = 1 ] && nvcc -o /tmp/f64_bench $objs -lcublas ||
         echo "bench build failed"
 }
+if [ "$mode" = groups ]; then
+    echo "group builds: $(date +%T)" >&3
+    pids=""
+    for src in scripts/device/f64_bench.cu backends/cuda/reduce_f64.cu \
+        backends/cuda/reduce.cu; do
+        obj=/tmp/f64_groups_$(basename "$src" .cu).o
+        timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
+            -I"$root/backends/cuda" -I"$root/include" -c "$root/$src" \
+            -o "$obj" >"$obj.txt" 2>&1 &
+        pids="$pids $!"
+    done
+    for rows in 4 8 16 32; do
+        for src in gemm_f64 gemm_f64_pipe; do
+            obj=/tmp/f64_groups_${src}_$rows.o
+            timeout 300 nvcc -O3 -std=c++17 \
+                -gencode arch=compute_90,code=sm_90 \
+                -DLOCUS_DGEMM_GROUP_ROWS=$rows -I"$root/backends/cuda" \
+                -I"$root/include" -c "$root/backends/cuda/$src.cu" \
+                -o "$obj" >"$obj.txt" 2>&1 &
+            pids="$pids $!"
+        done
+    done
+    for pid in $pids; do wait "$pid"; done
+    cat /tmp/f64_groups_*.txt >"$out/f64-groups-build.txt"
+    for rows in 4 8 16 32; do
+        nvcc -o /tmp/f64_groups_$rows /tmp/f64_groups_f64_bench.o \
+            /tmp/f64_groups_reduce_f64.o /tmp/f64_groups_reduce.o \
+            /tmp/f64_groups_gemm_f64_$rows.o \
+            /tmp/f64_groups_gemm_f64_pipe_$rows.o -lcublas ||
+            echo "group $rows: link failed" >&3
+    done
+    echo "built: $(date +%T)" >&3
+    for pass in 1 2; do
+        for rows in 4 8 16 32; do
+            [ -x /tmp/f64_groups_$rows ] || continue
+            timeout 100 /tmp/f64_groups_$rows --dgemm-large \
+                >"$out/f64-groups-$rows-$pass.txt" 2>&1
+            echo "=== group rows $rows, pass $pass: exit $?" >&3
+            grep -E "FAIL|failures|^table" \
+                "$out/f64-groups-$rows-$pass.txt" >&3
+        done
+    done
+    echo "done $(date +%T)" >&3
+    exit 0
+fi
 if [ "$mode" = dgemm ]; then
     # The DGEMM variants alone: no meson build, no tests, no reduce.
     echo "bench build: $(date +%T)" >&3
