@@ -549,18 +549,11 @@ static bool job_finished(const void *arg)
     return atomic_load(&watch->pool->finished) >= watch->count;
 }
 
-locus_status locus__pool_run(locus__pool *pool, int node_os_index,
-                             locus_worker_fn fn, void *arg)
+/* With submit_lock held: posts the job to workers first .. first + count
+ * - 1 and waits for them. */
+static void run_locked(locus__pool *pool, int first, int count,
+                       locus_worker_fn fn, void *arg)
 {
-    /* A worker that submits (a kernel calling back into the pool) would wait
-     * for itself; run such nested work inline instead. */
-    if (current_worker >= 0)
-        return locus__pool_run_here(pool, node_os_index, fn, arg);
-    int first, count;
-    locus_status status = job_workers(pool, node_os_index, &first, &count);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    pthread_mutex_lock(&pool->submit_lock);
     atomic_store(&pool->finished, 0);
     atomic_fetch_add(&pool->job_seq, 1);
     bool any_sleeping = false;
@@ -582,8 +575,37 @@ locus_status locus__pool_run(locus__pool *pool, int node_os_index,
     finished_watch watch = {pool, count};
     wait_until(pool, job_finished, NULL, &watch, &pool->submitter_sleeping,
                &pool->job_done);
+}
+
+locus_status locus__pool_run(locus__pool *pool, int node_os_index,
+                             locus_worker_fn fn, void *arg)
+{
+    /* A worker that submits (a kernel calling back into the pool) would wait
+     * for itself; run such nested work inline instead. */
+    if (current_worker >= 0)
+        return locus__pool_run_here(pool, node_os_index, fn, arg);
+    int first, count;
+    locus_status status = job_workers(pool, node_os_index, &first, &count);
+    if (status != LOCUS_SUCCESS)
+        return status;
+    pthread_mutex_lock(&pool->submit_lock);
+    run_locked(pool, first, count, fn, arg);
     pthread_mutex_unlock(&pool->submit_lock);
     return LOCUS_SUCCESS;
+}
+
+bool locus__pool_try_run(locus__pool *pool, int node_os_index,
+                         locus_worker_fn fn, void *arg)
+{
+    int first, count;
+    if (current_worker >= 0)
+        return false;
+    node_range(pool, node_os_index, &first, &count);
+    if (count == 0 || pthread_mutex_trylock(&pool->submit_lock) != 0)
+        return false;
+    run_locked(pool, first, count, fn, arg);
+    pthread_mutex_unlock(&pool->submit_lock);
+    return true;
 }
 
 locus_status locus__pool_run_here(locus__pool *pool, int node_os_index,

@@ -38,6 +38,12 @@ locus_status locus__pool_run_here(locus__pool *pool, int node_os_index,
                                   locus_worker_fn fn, void *arg);
 locus_status locus__pool_run(locus__pool *pool, int node_os_index,
                              locus_worker_fn fn, void *arg);
+/* locus__pool_run where the pool is free: false, having run nothing,
+ * when another job holds it, the node has no worker, or the caller is a
+ * worker. For work the caller can as well do alone (a large copy), which
+ * is not to wait behind another thread's op. */
+bool locus__pool_try_run(locus__pool *pool, int node_os_index,
+                         locus_worker_fn fn, void *arg);
 void locus__pool_split(size_t total, size_t align, int rank, int ranks,
                        size_t *begin, size_t *end);
 /* What a job on the workers of a node (-1: all) would find: all of them

@@ -8,6 +8,7 @@
 #include "account.h"
 #include "device.h"
 #include "fault.h"
+#include "host_copy.h"
 #include "status.h"
 
 /* NULL stands for the host copy itself (buffer.h). */
@@ -503,7 +504,9 @@ LOCUS_API locus_status locus_buffer_write(locus_buffer *buffer, size_t offset,
         else
             status = ensure_host(buffer);
         if (status == LOCUS_SUCCESS) {
-            memcpy((unsigned char *)buffer->host + offset, source, bytes);
+            locus__host_copy(buffer->context,
+                             (unsigned char *)buffer->host + offset, source,
+                             bytes);
             buffer->valid = LOCUS__HOST_COPY;
             buffer->version++;
             /* Wrapped device memory holds what was written on return, as a
@@ -528,8 +531,8 @@ LOCUS_API locus_status locus_buffer_read(locus_buffer *buffer, size_t offset,
     pthread_mutex_lock(&buffer->state_lock);
     status = refresh_host(buffer, NULL);
     if (status == LOCUS_SUCCESS)
-        memcpy(destination, (const unsigned char *)buffer->host + offset,
-               bytes);
+        locus__host_copy(buffer->context, destination,
+                         (const unsigned char *)buffer->host + offset, bytes);
     pthread_mutex_unlock(&buffer->state_lock);
     pthread_rwlock_unlock(&buffer->use_lock);
     return status;

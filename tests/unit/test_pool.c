@@ -6,9 +6,11 @@
  * workers spinning or asleep. A lost wake-up hangs the test (the meson
  * timeout fails it), a job run twice or not at all fails a count. The
  * asleep query (the cost model's wake term) says asleep after a pause and
- * not right after a job, per node. On a synthetic machine of 2 nodes x 2
- * cores: 4 workers, not bound. */
+ * not right after a job, per node. try_run runs where the pool is free
+ * and refuses, running nothing, where it is not. On a synthetic machine of 2
+ * nodes x 2 cores: 4 workers, not bound. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -190,6 +192,89 @@ static void test_submitters(locus__pool *pool)
                 "several submitters");
 }
 
+/* A job whose rank 0 holds the pool until told to go. */
+typedef struct held_job {
+    atomic_int holding, release;
+} held_job;
+
+static void hold_pool(void *arg, int rank, int ranks)
+{
+    held_job *job = arg;
+    (void)ranks;
+    if (rank != 0)
+        return;
+    atomic_store(&job->holding, 1);
+    while (!atomic_load(&job->release))
+        sched_yield();
+}
+
+static void *run_held(void *arg)
+{
+    void **args = arg;
+    return locus__pool_run(args[0], -1, hold_pool, args[1]) == LOCUS_SUCCESS
+               ? NULL
+               : (void *)1;
+}
+
+typedef struct nested_try {
+    locus__pool *pool;
+    atomic_int refused, ran;
+} nested_try;
+
+static void try_from_worker(void *arg, int rank, int ranks)
+{
+    nested_try *t = arg;
+    (void)ranks;
+    if (rank != 0)
+        return;
+    counts c;
+    reset(&c, 0);
+    if (locus__pool_try_run(t->pool, -1, count_rank, &c))
+        atomic_fetch_add(&t->ran, 1);
+    else
+        atomic_fetch_add(&t->refused, 1);
+}
+
+/* try_run on a free pool runs every rank once, as run does; while another
+ * thread's job holds the pool it returns false at once and runs nothing;
+ * a worker's own try (nested) is refused rather than run inline; a node
+ * without workers is refused. */
+static void test_try_run(locus__pool *pool)
+{
+    counts c;
+    reset(&c, 0);
+    for (int i = 0; i < 200; i++)
+        TEST_EXPECT(locus__pool_try_run(pool, -1, count_rank, &c),
+                    "try_run on a free pool refused (job %d)", i);
+    expect_each(&c, locus__pool_size(pool), 200, "try_run on a free pool");
+
+    held_job held = {0};
+    void *args[2] = {pool, &held};
+    pthread_t holder;
+    if (!TEST_EXPECT(pthread_create(&holder, NULL, run_held, args) == 0,
+                     "pthread_create"))
+        return;
+    while (!atomic_load(&held.holding))
+        sched_yield();
+    reset(&c, 0);
+    TEST_EXPECT(!locus__pool_try_run(pool, -1, count_rank, &c),
+                "try_run ran while another job held the pool");
+    expect_each(&c, locus__pool_size(pool), 0, "try_run on a held pool");
+    atomic_store(&held.release, 1);
+    void *failed = NULL;
+    pthread_join(holder, &failed);
+    TEST_EXPECT(failed == NULL, "the holding job failed");
+
+    nested_try nested = {.pool = pool};
+    TEST_OK(locus__pool_run(pool, -1, try_from_worker, &nested));
+    TEST_EXPECT(atomic_load(&nested.refused) == 1 &&
+                    atomic_load(&nested.ran) == 0,
+                "a worker's try_run: refused %d, ran %d (want 1, 0)",
+                atomic_load(&nested.refused), atomic_load(&nested.ran));
+    TEST_EXPECT(!locus__pool_try_run(pool, 99, count_rank, &c),
+                "try_run on node 99, which has no worker, ran");
+}
+
 /* Destroyed right after a job (workers spinning) and after a pause
  * (asleep), and with no job at all. */
 static void test_destroy(const locus__topology *topology)
@@ -224,6 +309,7 @@ int main(void)
         test_asleep(pool, &topology);
         test_node_jobs(pool, &topology);
         test_submitters(pool);
+        test_try_run(pool);
         locus__pool_destroy(pool);
     }
     test_destroy(&topology);
