@@ -257,10 +257,15 @@ static cudaError_t download(cuda_copy_engine *engine, char *host,
 /* A ticket whose event follows everything queued so far on the engine's
  * stream, after copy (which queues or does the copy) under its lock. */
 static locus_status copy_with_ticket(cuda_state *state, size_t index,
-                                     copy_direction direction, char *to,
-                                     const char *from, size_t bytes,
+                                     copy_direction direction, void *to,
+                                     const void *from, size_t bytes,
                                      void **ticket_out)
 {
+    if (ticket_out == NULL || to == NULL || from == NULL || bytes == 0)
+        return state->services->fail(
+            LOCUS_ERROR_INVALID_ARGUMENT,
+            "%s cuda:%zu needs memory, host memory, bytes and a ticket",
+            direction == TO_DEVICE ? "prefetch to" : "write-back from", index);
     *ticket_out = NULL;
     cuda_copy_engine *engine = NULL;
     locus_status status = engine_of(state, index, direction, &engine);
@@ -304,13 +309,7 @@ locus_status locus__cuda_prefetch(void *opaque, size_t index, void *memory,
                                   const void *host, size_t bytes,
                                   void **ticket_out)
 {
-    cuda_state *state = opaque;
-    if (ticket_out == NULL || memory == NULL || host == NULL || bytes == 0)
-        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                     "prefetch to cuda:%zu needs memory, "
-                                     "host memory, bytes and a ticket",
-                                     index);
-    return copy_with_ticket(state, index, TO_DEVICE, memory, host, bytes,
+    return copy_with_ticket(opaque, index, TO_DEVICE, memory, host, bytes,
                             ticket_out);
 }
 
@@ -318,13 +317,7 @@ locus_status locus__cuda_prefetch_to_host(void *opaque, size_t index,
                                           void *host, const void *memory,
                                           size_t bytes, void **ticket_out)
 {
-    cuda_state *state = opaque;
-    if (ticket_out == NULL || memory == NULL || host == NULL || bytes == 0)
-        return state->services->fail(LOCUS_ERROR_INVALID_ARGUMENT,
-                                     "write-back from cuda:%zu needs memory, "
-                                     "host memory, bytes and a ticket",
-                                     index);
-    return copy_with_ticket(state, index, TO_HOST, host, memory, bytes,
+    return copy_with_ticket(opaque, index, TO_HOST, host, memory, bytes,
                             ticket_out);
 }
 

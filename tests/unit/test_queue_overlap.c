@@ -86,17 +86,22 @@ static int find(const char *prefix, int from)
     return -1;
 }
 
+/* The first line that is `words` or starts with it and a space; -1. */
+static int find_words(const char *words)
+{
+    size_t length = strlen(words);
+    for (int i = 0; i < line_count; i++)
+        if (strncmp(lines[i], words, length) == 0 &&
+            (lines[i][length] == '\0' || lines[i][length] == ' '))
+            return i;
+    return -1;
+}
+
 static int find_value(const char *what, double value)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s %g", what, value);
-    for (int i = 0; i < line_count; i++) {
-        size_t length = strlen(prefix);
-        if (strncmp(lines[i], prefix, length) == 0 &&
-            (lines[i][length] == '\0' || lines[i][length] == ' '))
-            return i;
-    }
-    return -1;
+    return find_words(prefix);
 }
 
 static void dump_log(void)
@@ -180,13 +185,7 @@ static int find_result(const char *what, float value)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s %.9g", what, (double)value);
-    for (int i = 0; i < line_count; i++) {
-        size_t length = strlen(prefix);
-        if (strncmp(lines[i], prefix, length) == 0 &&
-            (lines[i][length] == '\0' || lines[i][length] == ' '))
-            return i;
-    }
-    return -1;
+    return find_words(prefix);
 }
 
 static int count(const char *prefix)
