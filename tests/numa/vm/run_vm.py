@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Runs Locus's NUMA checks on a real two-node Linux kernel, in a virtual
-machine: qemu-system-x86_64 under software emulation (-accel tcg; no KVM
-needed), two NUMA nodes of 512 MiB with distance 21 and HMAT attributes,
+"""Runs Locus's NUMA checks on a real two-node (or, with --nodes 4,
+four-node) Linux kernel, in a virtual machine: qemu-system-x86_64 under
+software emulation (-accel tcg; no KVM needed), 1 GiB and 4 cpus split
+evenly over the nodes, distance 21 between any two and HMAT attributes,
 Debian's kernel (linux-image-amd64, fetched with `apt-get download` and
 cached in the build directory), and an initramfs holding busybox, the test
 programs and the shared libraries ldd names for them.
@@ -29,26 +30,37 @@ import time
 
 SKIP = 77
 
-# The machine: two nodes, distance 21, and HMAT figures the kernel
-# publishes under /sys/devices/system/node/nodeN/access0/initiators.
-QEMU_NUMA = [
-    "-machine", "q35,hmat=on",
-    "-m", "1G", "-smp", "4",
-    "-object", "memory-backend-ram,id=m0,size=512M",
-    "-object", "memory-backend-ram,id=m1,size=512M",
-    "-numa", "node,nodeid=0,cpus=0-1,memdev=m0,initiator=0",
-    "-numa", "node,nodeid=1,cpus=2-3,memdev=m1,initiator=1",
-    "-numa", "dist,src=0,dst=1,val=21",
-]
-for _i in (0, 1):
-    for _t in (0, 1):
-        _local = _i == _t
-        QEMU_NUMA += [
-            "-numa", "hmat-lb,initiator=%d,target=%d,hierarchy=memory,"
-            "data-type=access-latency,latency=%d" % (_i, _t, 80 if _local else 140),
-            "-numa", "hmat-lb,initiator=%d,target=%d,hierarchy=memory,"
-            "data-type=access-bandwidth,bandwidth=%s" % (_i, _t, "20G" if _local else "10G"),
+# The machine: 4 cpus and 1 GiB split evenly over two or four nodes,
+# distance 21 between any two, and HMAT figures the kernel publishes under
+# /sys/devices/system/node/nodeN/access0/initiators.
+def qemu_numa(nodes):
+    per_node = 1024 // nodes
+    cpus = 4 // nodes
+    options = ["-machine", "q35,hmat=on", "-m", "1G", "-smp", "4"]
+    for n in range(nodes):
+        first = n * cpus
+        options += [
+            "-object", "memory-backend-ram,id=m%d,size=%dM" % (n, per_node),
+            "-numa", "node,nodeid=%d,cpus=%d-%d,memdev=m%d,initiator=%d"
+            % (n, first, first + cpus - 1, n, n),
         ]
+    for src in range(nodes):
+        for dst in range(src + 1, nodes):
+            options += ["-numa", "dist,src=%d,dst=%d,val=21" % (src, dst)]
+    for i in range(nodes):
+        for t in range(nodes):
+            local = i == t
+            options += [
+                "-numa", "hmat-lb,initiator=%d,target=%d,hierarchy=memory,"
+                "data-type=access-latency,latency=%d"
+                % (i, t, 80 if local else 140),
+                "-numa", "hmat-lb,initiator=%d,target=%d,hierarchy=memory,"
+                "data-type=access-bandwidth,bandwidth=%s"
+                % (i, t, "20G" if local else "10G"),
+            ]
+    return options
+
+
 HMAT_LOCAL_LATENCY_NS = 80
 HMAT_LOCAL_BANDWIDTH_MBPS = 20480
 
@@ -292,17 +304,21 @@ def build_initramfs(busybox, locus, tests, extra_files, remote=None):
     return gzip.compress(archive.finish(), compresslevel=1)
 
 
-def check_numa_json(text):
+def check_numa_json(text, nodes_wanted):
     problems = []
     try:
         report = json.loads(text)
     except ValueError as error:
         return ["locus numa --json is not JSON: %s" % error]
     nodes = report.get("nodes", [])
-    if [n.get("id") for n in nodes] != [0, 1]:
-        problems.append("nodes are %s, not [0, 1]" % [n.get("id") for n in nodes])
-    if report.get("distances") != [[10, 21], [21, 10]]:
-        problems.append("distances are %s, not [[10, 21], [21, 10]]"
+    ids = list(range(nodes_wanted))
+    if [n.get("id") for n in nodes] != ids:
+        problems.append("nodes are %s, not %s" % ([n.get("id") for n in nodes],
+                                                  ids))
+    distances = [[10 if i == j else 21 for j in ids] for i in ids]
+    if report.get("distances") != distances:
+        problems.append("distances are %s, not %s" % (report.get("distances"),
+                                                      distances)
                         % report.get("distances"))
     for node in nodes:
         hmat = node.get("hmat") or {}
@@ -314,12 +330,12 @@ def check_numa_json(text):
                                 HMAT_LOCAL_BANDWIDTH_MBPS))
     for name in ("bandwidth", "latency"):
         matrix = (report.get(name) or {}).get("matrix")
-        if not (isinstance(matrix, list) and len(matrix) == 2 and
-                all(isinstance(row, list) and len(row) == 2 and
+        if not (isinstance(matrix, list) and len(matrix) == nodes_wanted and
+                all(isinstance(row, list) and len(row) == nodes_wanted and
                     all(isinstance(v, (int, float)) and v > 0 for v in row)
                     for row in matrix)):
-            problems.append("%s.matrix is %s, not 2 x 2 positive numbers"
-                            % (name, matrix))
+            problems.append("%s.matrix is %s, not %d x %d positive numbers"
+                            % (name, matrix, nodes_wanted, nodes_wanted))
     if not report.get("topology", {}).get("this_system"):
         problems.append("topology.this_system is not true in the VM")
     return problems
@@ -328,10 +344,10 @@ def check_numa_json(text):
 REMOTE_BYTES = 32 << 20
 
 
-def check_remote(text):
-    """`locus numa --pid` on a process with 32 MiB on node 1 and its only
+def check_remote(text, last):
+    """`locus numa --pid` on a process with 32 MiB on the last node and its only
     thread on node 0: the finding names its fix, and the buffer shows on
-    node 1 from the process's records."""
+    the last node from the process's records."""
     block = re.search(r"LOCUS-VM-REMOTE-BEGIN\n(.*)LOCUS-VM-REMOTE-END", text,
                       re.S)
     if not block:
@@ -344,17 +360,17 @@ def check_remote(text):
     apart = [f for f in report.get("findings", [])
              if f.get("kind") == "threads-memory-apart"]
     if not apart or not (apart[0].get("fix") or "").startswith(
-            "numactl --cpunodebind=1 --membind=1 "):
+            "numactl --cpunodebind=%d --membind=%d " % (last, last)):
         problems.append("remote process: no threads-memory-apart finding "
-                        "with fix 'numactl --cpunodebind=1 --membind=1 ...': "
-                        "%s" % report.get("findings"))
+                        "with fix 'numactl --cpunodebind=%d --membind=%d "
+                        "...': %s" % (last, last, report.get("findings")))
     buffers = (report.get("process") or {}).get("buffers") or []
     if not any(b.get("bytes") == REMOTE_BYTES and
                b.get("source") == "move_pages" and
-               b.get("by_node") == [{"node": 1, "bytes": REMOTE_BYTES}]
+               b.get("by_node") == [{"node": last, "bytes": REMOTE_BYTES}]
                for b in buffers):
         problems.append("remote process: buffers %s, expected 32 MiB on node "
-                        "1 by move_pages" % buffers)
+                        "%d by move_pages" % (buffers, last))
     return problems
 
 
@@ -412,6 +428,8 @@ def main():
     parser.add_argument("--remote-process",
                         help="numa_remote_process, for locus numa --pid")
     parser.add_argument("--timeout", type=float, default=540)
+    parser.add_argument("--nodes", type=int, choices=(2, 4), default=2,
+                        help="NUMA nodes of the VM")
     args = parser.parse_args()
 
     if platform.machine() != "x86_64":
@@ -433,14 +451,17 @@ def main():
     tests.append(("checks", checks))
     for path in args.test:
         tests.append((os.path.basename(path), [path]))
-    initramfs = os.path.join(args.cache, "initramfs.cpio.gz")
+    # The kernel and busybox are shared by the VMs of every node count;
+    # what each boots and prints is its own.
+    run = "" if args.nodes == 2 else "-%dnodes" % args.nodes
+    initramfs = os.path.join(args.cache, "initramfs%s.cpio.gz" % run)
     with open(initramfs, "wb") as f:
         f.write(build_initramfs(busybox, args.locus, tests, extra,
                                 args.remote_process))
 
-    results = os.path.join(args.cache, "results.txt")
-    console = os.path.join(args.cache, "console.txt")
-    command = [qemu, "-accel", "tcg"] + QEMU_NUMA + [
+    results = os.path.join(args.cache, "results%s.txt" % run)
+    console = os.path.join(args.cache, "console%s.txt" % run)
+    command = [qemu, "-accel", "tcg"] + qemu_numa(args.nodes) + [
         "-kernel", kernel, "-initrd", initramfs,
         "-append", "console=ttyS0 panic=-1",
         "-display", "none", "-no-reboot", "-monitor", "none",
@@ -466,26 +487,26 @@ def main():
                         r"na=(\d+)", text)
     if not summary:
         problems.append("no LOCUS-NUMA-CHECKS line")
-    elif summary.group(1) != "2" or summary.group(3) != "0" or \
+    elif summary.group(1) != str(args.nodes) or summary.group(3) != "0" or \
             summary.group(4) != "0":
         problems.append("checks: " + summary.group(0) +
-                        " (want nodes=2, fail=0, na=0)")
+                        " (want nodes=%d, fail=0, na=0)" % args.nodes)
     migrate = re.search(r"LOCUS-NUMA-MIGRATE nodes=(\d+) pass=(\d+) "
                         r"fail=(\d+) na=(\d+)", text)
     if any(t[0] == "test_numa_migrate" for t in tests):
         if not migrate:
             problems.append("no LOCUS-NUMA-MIGRATE line")
-        elif migrate.group(1) != "2" or migrate.group(3) != "0" or \
+        elif migrate.group(1) != str(args.nodes) or migrate.group(3) != "0" or \
                 migrate.group(4) != "0":
             problems.append("migrate checks: " + migrate.group(0) +
-                            " (want nodes=2, fail=0, na=0)")
+                            " (want nodes=%d, fail=0, na=0)" % args.nodes)
     block = re.search(r"LOCUS-VM-JSON-BEGIN\n(.*)LOCUS-VM-JSON-END", text, re.S)
     if not block:
         problems.append("no locus numa --json output")
     else:
-        problems += check_numa_json(block.group(1))
+        problems += check_numa_json(block.group(1), args.nodes)
     if args.remote_process:
-        problems += check_remote(text)
+        problems += check_remote(text, args.nodes - 1)
     passed = int(summary.group(2)) if summary else 0
     if problems:
         for problem in problems:
@@ -493,7 +514,8 @@ def main():
         print("LOCUS-NUMA-VM: FAIL checks_passed=%d problems=%d"
               % (passed, len(problems)))
         return 1
-    print("LOCUS-NUMA-VM: PASS nodes=2 checks_passed=%d" % passed)
+    print("LOCUS-NUMA-VM: PASS nodes=%d checks_passed=%d"
+          % (args.nodes, passed))
     return 0
 
 
