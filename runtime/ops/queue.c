@@ -251,11 +251,17 @@ static locus_status run_wait(locus_queue *queue, queue_item *item)
     return LOCUS_SUCCESS;
 }
 
-/* The inputs of an op: every operand but the output (reduce has none). */
+/* Whether an op writes a buffer: its last operand. Reduce writes only
+ * its host result. */
+static bool has_output(const locus__op_type *type)
+{
+    return type != &locus__reduce_op;
+}
+
+/* The inputs of an op: every operand but the output. */
 static size_t input_count(const locus__op_type *type)
 {
-    return type == &locus__reduce_op ? type->operand_count
-                                     : type->operand_count - 1;
+    return has_output(type) ? type->operand_count - 1 : type->operand_count;
 }
 
 /* Whether buffer overlaps an operand of the op item. */
@@ -302,7 +308,7 @@ static void prefetch_next(locus_queue *queue, const queue_item *item,
  * already queued uses it (it would wait for the copy, or overwrite it). */
 static void write_back_output(locus_queue *queue, const queue_item *item)
 {
-    if (!queue->write_back || !item->type || item->type == &locus__reduce_op)
+    if (!queue->write_back || !item->type || !has_output(item->type))
         return;
     locus_buffer *output = item->buffers[item->type->operand_count - 1];
     if (!output)
