@@ -26,6 +26,17 @@ exec 3>&1 >"$out/f64.log" 2>&1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=/tmp/locus-build
 export PATH=/usr/local/cuda/bin:$PATH
+# One .cu of the standalone bench to OBJ in the background (its pid is
+# appended to $pids), with any further nvcc arguments (what-if defines);
+# nvcc's messages in OBJ.txt.
+compile_cu() {
+    cu_src=$1 cu_obj=$2
+    shift 2
+    timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 "$@" \
+        -I"$root/backends/cuda" -I"$root/include" -c "$root/$cu_src" \
+        -o "$cu_obj" >"$cu_obj.txt" 2>&1 &
+    pids="$pids $!"
+}
 # The standalone bench compiles beside the build (its own nvcc), one nvcc
 # a file in parallel (the DGEMM kernel files are the slow ones).
 build_bench() {
@@ -36,10 +47,7 @@ build_bench() {
         backends/cuda/gemm_f64_pipe.cu backends/cuda/reduce_f64.cu \
         backends/cuda/reduce.cu; do
         obj=/tmp/f64_bench_$(basename "$src" .cu).o
-        timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
-            -I"$root/backends/cuda" -I"$root/include" -c "$root/$src" \
-            -o "$obj" >"$obj.txt" 2>&1 &
-        pids="$pids $!"
+        compile_cu "$src" "$obj"
         objs="$objs $obj"
     done
     ok=1
@@ -54,21 +62,13 @@ if [ "$mode" = groups ]; then
     pids=""
     for src in scripts/device/f64_bench.cu backends/cuda/reduce_f64.cu \
         backends/cuda/reduce.cu; do
-        obj=/tmp/f64_groups_$(basename "$src" .cu).o
-        timeout 300 nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
-            -I"$root/backends/cuda" -I"$root/include" -c "$root/$src" \
-            -o "$obj" >"$obj.txt" 2>&1 &
-        pids="$pids $!"
+        compile_cu "$src" "/tmp/f64_groups_$(basename "$src" .cu).o"
     done
     for rows in 4 8 16 32; do
         for src in gemm_f64 gemm_f64_pipe; do
-            obj=/tmp/f64_groups_${src}_$rows.o
-            timeout 300 nvcc -O3 -std=c++17 \
-                -gencode arch=compute_90,code=sm_90 \
-                -DLOCUS_DGEMM_GROUP_ROWS=$rows -I"$root/backends/cuda" \
-                -I"$root/include" -c "$root/backends/cuda/$src.cu" \
-                -o "$obj" >"$obj.txt" 2>&1 &
-            pids="$pids $!"
+            compile_cu "backends/cuda/$src.cu" \
+                "/tmp/f64_groups_${src}_$rows.o" \
+                -DLOCUS_DGEMM_GROUP_ROWS=$rows
         done
     done
     for pid in $pids; do wait "$pid"; done
