@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <ctime>
 #include <vector>
 
 #include <cub/device/device_reduce.cuh>
@@ -458,6 +459,60 @@ int dgemm_large(cublasHandle_t h, const Device &dev)
     return failures == 0 ? 0 : 1;
 }
 
+/* --dgemm-sustained: cuBLAS and AUTO each run back to back for windows of
+ * about two seconds, in turn (cuBLAS, AUTO, cuBLAS, AUTO), at 8192 NN and
+ * 4096 NN. Each window prints its wall-clock start and end (ms since the
+ * epoch) and its sustained TFLOP/s, so the script's nvidia-smi samples
+ * (clocks, power, throttle reasons) can be matched to who was running:
+ * a lower clock under AUTO says power, the same clock says the kernel. */
+int dgemm_sustained(cublasHandle_t h, const Device &dev)
+{
+    for (size_t n : {(size_t)8192, (size_t)4096}) {
+        double *a = random_matrix(n * n, 1), *b = random_matrix(n * n, 2);
+        double *c = nullptr;
+        CHECK(cudaMalloc(&c, n * n * sizeof(double)));
+        locus__cuda_dgemm g = {};
+        g.m = g.n = g.k = g.lda = g.ldb = g.ldc = n;
+        g.alpha = 1.0;
+        g.a = a;
+        g.b = b;
+        g.c = c;
+        g.batch_outer = g.batch_inner = 1;
+        const double flops = 2.0 * n * n * n;
+        for (int window = 0; window < 4; window++) {
+            const bool ours = window % 2 == 1;
+            auto run = [&]() {
+                if (ours)
+                    CHECK(locus__cuda_dgemm_run(&g, LOCUS_CUDA_DGEMM_AUTO,
+                                                dev.cc_major, dev.sms, 0));
+                else
+                    cublas_dgemm(h, false, false, n, n, n, a, n, b, n, c, n);
+            };
+            const double once = best_seconds(run, 1);
+            const int count = (int)(2.0 / once) + 1;
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_REALTIME, &t0);
+            const double t = seconds_once([&]() {
+                for (int i = 0; i < count; i++)
+                    run();
+            });
+            clock_gettime(CLOCK_REALTIME, &t1);
+            std::printf("window %s %zu NN  start %lld end %lld  runs %d  "
+                        "%.2f TFLOP/s\n",
+                        ours ? "auto" : "cublas", n,
+                        (long long)t0.tv_sec * 1000 + t0.tv_nsec / 1000000,
+                        (long long)t1.tv_sec * 1000 + t1.tv_nsec / 1000000,
+                        count, flops * count / t * 1e-12);
+            std::fflush(stdout);
+        }
+        cudaFree(a);
+        cudaFree(b);
+        cudaFree(c);
+    }
+    cublasDestroy(h);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -488,6 +543,8 @@ int main(int argc, char **argv)
         return dgemm_only(h, dev, every);
     if (argc > 1 && std::strcmp(argv[1], "--dgemm-large") == 0)
         return dgemm_large(h, dev);
+    if (argc > 1 && std::strcmp(argv[1], "--dgemm-sustained") == 0)
+        return dgemm_sustained(h, dev);
     /* Correctness first, small: odd shapes, every transpose, tight and
      * odd leading dimensions (8-byte copies), every kernel. */
     for (int t = 0; t < 4; t++)

@@ -6,6 +6,8 @@
 # cuDNN on the same GPU) at batch 1 when that device is there.
 #
 #   run (carry .devdeps): sh scripts/device/h200-conv-net.sh
+#   PARTS="cuda1 opencl" sh scripts/device/h200-conv-net.sh: only those
+#   (cuda1, cuda32, cpu1, cpu8, opencl; all by default)
 #
 # oneDNN is not on that image: Debian 12's libdnnl2 and libdnnl-dev travel
 # in .devdeps/ as for h200-measure.sh and are unpacked under /opt/deps
@@ -73,13 +75,15 @@ PY
     echo "$3 b$2 $1 done" >&3
 }
 
+parts=${PARTS:-cuda1 cuda32 cpu1 cpu8 opencl}
+wanted() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 for net in resnet50 mobilenetv2; do
-    net_bench cuda:0 1 $net 25
-    net_bench cuda:0 32 $net 40
+    wanted cuda1 && net_bench cuda:0 1 $net 25
+    wanted cuda32 && net_bench cuda:0 32 $net 40
 done
 for net in resnet50 mobilenetv2; do
-    net_bench cpu 1 $net 25
-    net_bench cpu 8 $net 50
+    wanted cpu1 && net_bench cpu 1 $net 25
+    wanted cpu8 && net_bench cpu 8 $net 50
 done
 # NVIDIA's OpenCL GPU, when the OpenCL backend sees it.
 ocl=$("$locus" info --json | python3 -c '
@@ -88,7 +92,9 @@ for b in json.load(sys.stdin)["backends"]:
     for d in b["devices"]:
         if b["name"] == "opencl" and "NVIDIA" in d["vendor"]:
             print(d["selector"]); sys.exit(0)' 2>/dev/null)
-if [ -n "$ocl" ]; then
+if ! wanted opencl; then
+    :
+elif [ -n "$ocl" ]; then
     for net in resnet50 mobilenetv2; do net_bench "$ocl" 1 $net 25; done
 else
     echo "no NVIDIA OpenCL device"

@@ -13,6 +13,10 @@
 # AUTO and cuBLAS at 4096 and 8192 in each transpose, a closing table),
 # no meson build or tests: about 2-3 minutes.
 #
+# `h200-f64.sh sustained`: cuBLAS and AUTO back to back in two-second
+# windows at 8192 and 4096 NN, each window's SM clock, power and
+# clock-event reasons from nvidia-smi beside its TFLOP/s: about a minute.
+#
 # `h200-f64.sh groups`: what-if benches of the DGEMM kernels' tile groups
 # (LOCUS_DGEMM_GROUP_ROWS 4, 8 (the library's), 16, 32), each run with
 # `--dgemm-large` (AUTO beside cuBLAS, interleaved, 4096 NN and 8192 NN
@@ -92,6 +96,51 @@ if [ "$mode" = groups ]; then
         done
     done
     echo "done $(date +%T)" >&3
+    exit 0
+fi
+if [ "$mode" = sustained ]; then
+    # Who holds the clock: cuBLAS and AUTO in windows of two seconds in
+    # turn (f64_bench --dgemm-sustained), nvidia-smi sampling the SM clock,
+    # power and clock-event reasons every 100 ms beside them; each window's
+    # means in $out/f64-sustained.txt and on the summary.
+    build_bench >"$out/f64-bench-build.txt" 2>&1
+    [ -x /tmp/f64_bench ] || { tail -30 "$out/f64-bench-build.txt" >&3; exit 1; }
+    fields=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
+    reasons=clocks_event_reasons.active
+    nvidia-smi --query-gpu=$reasons --format=csv >/dev/null 2>&1 ||
+        reasons=clocks_throttle_reasons.active
+    nvidia-smi --query-gpu=$fields,$reasons --format=csv,noheader,nounits \
+        -lms 100 >"$out/f64-smi.csv" 2>&1 &
+    smi=$!
+    timeout 120 /tmp/f64_bench --dgemm-sustained >"$out/f64-sustained.txt" 2>&1
+    echo "f64_bench --dgemm-sustained exit $?" >&3
+    kill "$smi"
+    python3 - "$out/f64-sustained.txt" "$out/f64-smi.csv" <<'PY' >&3
+import sys, time, datetime
+samples = []
+for line in open(sys.argv[2]):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        t = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f")
+        samples.append((time.mktime(t.timetuple()) * 1000 + t.microsecond / 1000,
+                        float(f[1]), float(f[2]), float(f[3]), float(f[4]), f[5]))
+    except (ValueError, IndexError):
+        pass
+for line in open(sys.argv[1]):
+    if not line.startswith("window"):
+        continue
+    w = line.split()
+    start, end = float(w[w.index("start") + 1]), float(w[w.index("end") + 1])
+    inside = [s for s in samples if start + 200 <= s[0] <= end]
+    if not inside:
+        print(line.strip(), " (no samples)")
+        continue
+    mean = lambda i: sum(s[i] for s in inside) / len(inside)
+    reasons = sorted({s[5] for s in inside})
+    print("%s | SM %.0f MHz (min %.0f) mem %.0f power %.0f W temp %.0f C "
+          "reasons %s n %d" % (line.strip(), mean(1), min(s[1] for s in inside),
+          mean(2), mean(3), mean(4), "/".join(reasons), len(inside)))
+PY
     exit 0
 fi
 if [ "$mode" = dgemm ]; then
