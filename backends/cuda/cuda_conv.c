@@ -36,9 +36,14 @@
  * the bench set and needs no workspace; MEC is slower than both; Winograd
  * beats the implicit GEMM on 3x3 layers from 16 input channels on, even
  * with only 8 filters, and loses below (docs/PERFORMANCE.md has the
- * measured figures and the floors' table).
- * Where auto's winograd cannot get its workspace (device out of memory),
- * the implicit GEMM, which needs none, runs instead.
+ * measured figures and the floors' table). A batch of one image whose
+ * GEMM has fewer 128 x 128 tiles than the GPU has SMs (ResNet-50's 7x7 and
+ * 14x14 layers at batch 1: 4-16 tiles on 132 SMs) takes im2col instead of
+ * the implicit GEMM, so that gemm.cu can split its k over the idle SMs
+ * into as many as 8 chunks summed in order (the implicit GEMM splits in
+ * two at most, conv.cu). Any im2col GEMM of one image splits so.
+ * Where auto's winograd or im2col cannot get its workspace (device out of
+ * memory), the implicit GEMM, which needs none, runs instead.
  *
  * record->workspace_bytes: the bytes of device workspace this call used
  * (the lowered chunk plus F'; U, V and M), not the cached allocation's
@@ -103,13 +108,14 @@ static int is_pointwise(const locus__cuda_conv *cv)
            cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0;
 }
 
-static locus_status run_im2col(const conv_run *run)
+/* The GEMM of im2col over `images` images, operands not yet set:
+ * output_i (K x PQ) = F (K x CRS) * cols_i (CRS x PQ). */
+static locus__cuda_gemm im2col_gemm_shape(const locus__cuda_conv *cv,
+                                          size_t images)
 {
-    const locus__cuda_conv *cv = &run->cv;
     const size_t pq = cv->out_h * cv->out_w;
     const size_t crs = cv->channels * cv->kernel_h * cv->kernel_w;
-    const size_t kpq = cv->filters * pq;
-    locus__cuda_gemm g = {
+    return (locus__cuda_gemm){
         .math = cv->math,
         .m = cv->filters,
         .n = pq,
@@ -119,28 +125,94 @@ static locus_status run_im2col(const conv_run *run)
         .ldc = pq,
         .alpha = 1.0f,
         .beta = 0.0f,
-        .a = run->filter,
         .batch_outer = 1,
-        .c_stride = {0, kpq},
+        .batch_inner = images,
+        .c_stride = {0, cv->filters * pq},
     };
-    if (is_pointwise(cv)) {
+}
+
+/* One GEMM of an im2col call: with its k split (gemm.cu) where it is a
+ * single image's GEMM with fewer tiles than the GPU has SMs, its partial
+ * products in split_workspace (split_bytes from split_bytes_of; 0: not
+ * split). */
+static cudaError_t im2col_gemm(const conv_run *run, const locus__cuda_gemm *g,
+                               void *split_workspace, size_t split_bytes)
+{
+    if (split_bytes == 0)
+        return locus__cuda_gemm_run(g, run->device->stream);
+    return locus__cuda_gemm_run_split(g, run->device->compute_units,
+                                      split_workspace, split_bytes,
+                                      run->device->stream);
+}
+
+static size_t split_bytes_of(const cuda_device *device,
+                             const locus__cuda_gemm *g)
+{
+    return locus__cuda_gemm_split_workspace_bytes(g, device->compute_units);
+}
+
+/* A batch of one image whose im2col GEMM gemm.cu would split: its 128 x 128
+ * tiles leave SMs idle, and its depth is long enough to cut. */
+static int splits_one_image(const locus__cuda_conv *cv,
+                            const cuda_device *device)
+{
+    if (cv->batch != 1)
+        return 0;
+    const locus__cuda_gemm g = im2col_gemm_shape(cv, 1);
+    return split_bytes_of(device, &g) > 0;
+}
+
+/* Bytes rounded up to 256, a cudaMalloc's alignment, so that each part of
+ * a shared workspace starts aligned for vector loads. */
+static size_t aligned_span(size_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
+
+static locus_status run_im2col(const conv_run *run)
+{
+    const locus__cuda_conv *cv = &run->cv;
+    const size_t pq = cv->out_h * cv->out_w;
+    const size_t crs = cv->channels * cv->kernel_h * cv->kernel_w;
+    const size_t kpq = cv->filters * pq;
+    const int pointwise = is_pointwise(cv);
+    const size_t per_image = pointwise ? 0 : crs * pq * sizeof(float);
+    const size_t chunk =
+        pointwise ? cv->batch : images_per_chunk(cv->batch, per_image, 0);
+    /* The lowered chunk first, then the split's partial products (only a
+     * GEMM of one image splits: gemm.cu's plan refuses batches). */
+    const size_t lowered_span = aligned_span(chunk * per_image);
+    locus__cuda_gemm g = im2col_gemm_shape(cv, chunk);
+    g.a = run->filter;
+    size_t split_bytes = split_bytes_of(run->device, &g);
+    void *workspace = NULL;
+    locus_status status = LOCUS_SUCCESS;
+    if (lowered_span + split_bytes > 0) {
+        status = locus__cuda_workspace(run->state, run->index,
+                                       lowered_span + split_bytes, &workspace);
+        /* Without room for the partials the GEMM runs unsplit: slower,
+         * not a reason to fail the call. */
+        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY && split_bytes > 0) {
+            split_bytes = 0;
+            status = lowered_span > 0
+                         ? locus__cuda_workspace(run->state, run->index,
+                                                 lowered_span, &workspace)
+                         : LOCUS_SUCCESS;
+        }
+    }
+    if (status != LOCUS_SUCCESS)
+        return status;
+    void *split_workspace =
+        split_bytes > 0 ? (char *)workspace + lowered_span : NULL;
+    set_workspace(run, chunk * per_image + split_bytes);
+    if (pointwise) {
         g.b = run->input;
         g.c = run->output;
-        g.batch_inner = cv->batch;
         g.b_stride[1] = cv->channels * cv->height * cv->width;
-        set_workspace(run, 0);
-        cudaError_t err = locus__cuda_gemm_run(&g, run->device->stream);
+        cudaError_t err = im2col_gemm(run, &g, split_workspace, split_bytes);
         return err == cudaSuccess ? LOCUS_SUCCESS
                                   : launch_failed(run, err, "1x1 gemm");
     }
-    const size_t per_image = crs * pq * sizeof(float);
-    const size_t chunk = images_per_chunk(cv->batch, per_image, 0);
-    void *workspace = NULL;
-    locus_status status = locus__cuda_workspace(run->state, run->index,
-                                                chunk * per_image, &workspace);
-    if (status != LOCUS_SUCCESS)
-        return status;
-    set_workspace(run, chunk * per_image);
     g.b = workspace;
     g.b_stride[1] = crs * pq;
     for (size_t first = 0; first < cv->batch; first += chunk) {
@@ -152,7 +224,8 @@ static locus_status run_im2col(const conv_run *run)
             return launch_failed(run, err, "im2col lowering");
         g.c = run->output + first * kpq;
         g.batch_inner = images;
-        err = locus__cuda_gemm_run(&g, run->device->stream);
+        /* split_bytes > 0 only where chunk, hence images, is 1. */
+        err = im2col_gemm(run, &g, split_workspace, split_bytes);
         if (err != cudaSuccess)
             return launch_failed(run, err, "im2col gemm");
     }
@@ -229,13 +302,6 @@ static locus_status run_implicit(const conv_run *run)
                               : launch_failed(run, err, "implicit gemm");
 }
 
-/* Bytes rounded up to 256, a cudaMalloc's alignment, so that each part of
- * a shared workspace starts aligned for vector loads. */
-static size_t aligned_span(size_t bytes)
-{
-    return (bytes + 255) / 256 * 256;
-}
-
 /* U once, then per chunk V (input tiles), the batched GEMM into M, and the
  * output transform. */
 static locus_status run_winograd(const conv_run *run)
@@ -305,7 +371,8 @@ static locus_status run_winograd(const conv_run *run)
     return LOCUS_SUCCESS;
 }
 
-static locus_conv_algorithm choose(const locus__cuda_conv *cv)
+static locus_conv_algorithm choose(const locus__cuda_conv *cv,
+                                   const cuda_device *device)
 {
     if (is_pointwise(cv))
         return LOCUS_CONV_IM2COL;
@@ -321,6 +388,10 @@ static locus_conv_algorithm choose(const locus__cuda_conv *cv)
         cv->filters >= AUTO_WINOGRAD_MIN_FILTERS &&
         locus__cuda_winograd_fits(cv))
         return LOCUS_CONV_WINOGRAD;
+    /* The implicit GEMM has the same few tiles and halves its depth at
+     * most; lowering one image costs one pass over C R S P Q floats. */
+    if (splits_one_image(cv, device))
+        return LOCUS_CONV_IM2COL;
     return LOCUS_CONV_IMPLICIT_GEMM;
 }
 
@@ -414,7 +485,9 @@ static locus_status resolve(const cuda_state *state, size_t index,
                             locus_conv_algorithm requested,
                             locus_conv_algorithm *algorithm)
 {
-    *algorithm = requested == LOCUS_CONV_AUTO ? choose(cv) : requested;
+    *algorithm = requested == LOCUS_CONV_AUTO
+                     ? choose(cv, &state->devices[index])
+                     : requested;
     if (*algorithm != LOCUS_CONV_IM2COL && *algorithm != LOCUS_CONV_MEC &&
         *algorithm != LOCUS_CONV_IMPLICIT_GEMM &&
         *algorithm != LOCUS_CONV_WINOGRAD)
@@ -453,6 +526,11 @@ static locus_status dispatch(conv_run *run, locus_conv_algorithm requested,
     case LOCUS_CONV_AUTO:
     case LOCUS_CONV_IM2COL:
         status = run_im2col(run);
+        if (status == LOCUS_ERROR_DEVICE_OUT_OF_MEMORY &&
+            requested == LOCUS_CONV_AUTO) {
+            *algorithm = LOCUS_CONV_IMPLICIT_GEMM;
+            status = run_implicit(run);
+        }
         break;
     }
     return status;

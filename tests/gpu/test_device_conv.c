@@ -15,6 +15,10 @@
 
 typedef struct conv_case {
     size_t batch, channels, height, width, filters, kernel, stride, pad;
+    /* On CUDA in FP32, im2col and auto run this one image's GEMM with its
+     * k split (few tiles, a deep k): auto records im2col, and the
+     * workspace holds the partial products past the lowered columns. */
+    int cuda_splits;
 } conv_case;
 
 static const char *const algorithm_names[] = {"auto", "im2col", "mec",
@@ -222,6 +226,22 @@ static void check_case(locus_context *context, locus_device *gpu,
                           "%s: im2col reports %llu workspace bytes, less "
                           "than one image's columns",
                           label, (unsigned long long)record.workspace_bytes);
+                const size_t columns_bytes =
+                    t->kernel > 1 || t->stride > 1 || t->pad > 0
+                        ? terms * p_count * q_count * sizeof(float)
+                        : 0;
+                if (t->cuda_splits &&
+                    strcmp(DEVICE_TEST_BACKEND, "cuda") == 0 &&
+                    math == LOCUS_MATH_FP32 && algorithm <= 1) {
+                    CHECK(strcmp(record.algorithm, "im2col") == 0,
+                          "%s: auto ran %s, not im2col with k split", label,
+                          record.algorithm);
+                    CHECK(record.workspace_bytes > columns_bytes,
+                          "%s: %llu workspace bytes, none past the %zu of "
+                          "the columns for the split's partial products",
+                          label, (unsigned long long)record.workspace_bytes,
+                          columns_bytes);
+                }
                 double *worst_here = winograd ? worst_winograd : worst;
                 if (!(error <= worst_here[math]))
                     worst_here[math] = error;
@@ -346,8 +366,8 @@ int main(void)
         for (size_t k = 0; k < 4; k++)
             for (size_t s = 0; s < 2; s++)
                 for (size_t p = 0; p < 3; p++) {
-                    conv_case t = {batches[b], 3,          11,         13,
-                                   5,          kernels[k], strides[s], pads[p]};
+                    conv_case t = {batches[b], 3,          11,      13, 5,
+                                   kernels[k], strides[s], pads[p], 0};
                     check_case(context, gpu, &t, kernels[k] == 3);
                 }
     /* Vector paths (sizes multiples of 4) and a real channel count; more
@@ -355,13 +375,17 @@ int main(void)
      * depths and positions off the tiles. 130 -> 100 at 9x7: a depth of
      * 1170 on a grid of two blocks, which CUDA's FP32 implicit GEMM splits
      * in two halves of k adding into the output (conv.cu, conv_k_splits).
-     * The last: padding 2, so Winograd's 4x4 input tiles reach past the
-     * padding and its output tiles are cut at the far edge (P 11). */
+     * Then padding 2, so Winograd's 4x4 input tiles reach past the
+     * padding and its output tiles are cut at the far edge (P 11). The last
+     * two are one image of few tiles and a deep k, as ResNet-50's 7x7
+     * layers at batch 1, which CUDA's im2col GEMM splits along k (8 and 4
+     * chunks, summed in order): a 3x3 stride-2 layer and a 1x1 one. */
     const conv_case larger[] = {
-        {2, 32, 28, 28, 64, 3, 1, 1}, {2, 16, 8, 8, 32, 1, 1, 0},
-        {3, 8, 32, 32, 16, 7, 2, 3},  {2, 19, 10, 9, 130, 3, 1, 1},
-        {2, 5, 17, 15, 96, 5, 2, 2},  {1, 8, 12, 12, 65, 1, 1, 0},
-        {2, 130, 9, 7, 100, 3, 1, 1}, {3, 4, 9, 10, 6, 3, 1, 2},
+        {2, 32, 28, 28, 64, 3, 1, 1, 0}, {2, 16, 8, 8, 32, 1, 1, 0, 0},
+        {3, 8, 32, 32, 16, 7, 2, 3, 0},  {2, 19, 10, 9, 130, 3, 1, 1, 0},
+        {2, 5, 17, 15, 96, 5, 2, 2, 0},  {1, 8, 12, 12, 65, 1, 1, 0, 0},
+        {2, 130, 9, 7, 100, 3, 1, 1, 0}, {3, 4, 9, 10, 6, 3, 1, 2, 0},
+        {1, 256, 7, 7, 160, 3, 2, 1, 1}, {1, 512, 7, 7, 130, 1, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof larger / sizeof larger[0]; i++)
         check_case(context, gpu, &larger[i], 1);
