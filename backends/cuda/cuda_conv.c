@@ -108,13 +108,20 @@ static int is_pointwise(const locus__cuda_conv *cv)
            cv->stride_w == 1 && cv->pad_h == 0 && cv->pad_w == 0;
 }
 
-/* The GEMM of im2col over `images` images, operands not yet set:
- * output_i (K x PQ) = F (K x CRS) * cols_i (CRS x PQ). */
-static locus__cuda_gemm im2col_gemm_shape(const locus__cuda_conv *cv,
-                                          size_t images)
+/* A stand-in for the lowered columns' address before the workspace is
+ * allocated: gemm.cu's split plan reads only its alignment, and the
+ * workspace is aligned as a cudaMalloc (256 bytes). */
+#define COLUMNS_STAND_IN ((const float *)(uintptr_t)256)
+
+/* The GEMM of im2col over `images` images:
+ * output_i (K x PQ) = F (K x CRS) * cols_i (CRS x PQ), cols_i the image
+ * itself for a pointwise filter, else the lowered columns (the stand-in). */
+static locus__cuda_gemm im2col_gemm_of(const conv_run *run, size_t images)
 {
+    const locus__cuda_conv *cv = &run->cv;
     const size_t pq = cv->out_h * cv->out_w;
     const size_t crs = cv->channels * cv->kernel_h * cv->kernel_w;
+    const int pointwise = is_pointwise(cv);
     return (locus__cuda_gemm){
         .math = cv->math,
         .m = cv->filters,
@@ -125,8 +132,13 @@ static locus__cuda_gemm im2col_gemm_shape(const locus__cuda_conv *cv,
         .ldc = pq,
         .alpha = 1.0f,
         .beta = 0.0f,
+        .a = run->filter,
+        .b = pointwise ? run->input : COLUMNS_STAND_IN,
+        .c = run->output,
         .batch_outer = 1,
         .batch_inner = images,
+        .b_stride = {0, pointwise ? cv->channels * cv->height * cv->width
+                                  : crs * pq},
         .c_stride = {0, cv->filters * pq},
     };
 }
@@ -153,13 +165,12 @@ static size_t split_bytes_of(const cuda_device *device,
 
 /* A batch of one image whose im2col GEMM gemm.cu would split: its 128 x 128
  * tiles leave SMs idle, and its depth is long enough to cut. */
-static int splits_one_image(const locus__cuda_conv *cv,
-                            const cuda_device *device)
+static int splits_one_image(const conv_run *run)
 {
-    if (cv->batch != 1)
+    if (run->cv.batch != 1)
         return 0;
-    const locus__cuda_gemm g = im2col_gemm_shape(cv, 1);
-    return split_bytes_of(device, &g) > 0;
+    const locus__cuda_gemm g = im2col_gemm_of(run, 1);
+    return split_bytes_of(&run->state->devices[run->index], &g) > 0;
 }
 
 /* Bytes rounded up to 256, a cudaMalloc's alignment, so that each part of
@@ -182,8 +193,7 @@ static locus_status run_im2col(const conv_run *run)
     /* The lowered chunk first, then the split's partial products (only a
      * GEMM of one image splits: gemm.cu's plan refuses batches). */
     const size_t lowered_span = aligned_span(chunk * per_image);
-    locus__cuda_gemm g = im2col_gemm_shape(cv, chunk);
-    g.a = run->filter;
+    locus__cuda_gemm g = im2col_gemm_of(run, chunk);
     size_t split_bytes = split_bytes_of(run->device, &g);
     void *workspace = NULL;
     locus_status status = LOCUS_SUCCESS;
@@ -206,15 +216,11 @@ static locus_status run_im2col(const conv_run *run)
         split_bytes > 0 ? (char *)workspace + lowered_span : NULL;
     set_workspace(run, chunk * per_image + split_bytes);
     if (pointwise) {
-        g.b = run->input;
-        g.c = run->output;
-        g.b_stride[1] = cv->channels * cv->height * cv->width;
         cudaError_t err = im2col_gemm(run, &g, split_workspace, split_bytes);
         return err == cudaSuccess ? LOCUS_SUCCESS
                                   : launch_failed(run, err, "1x1 gemm");
     }
     g.b = workspace;
-    g.b_stride[1] = crs * pq;
     for (size_t first = 0; first < cv->batch; first += chunk) {
         const size_t images =
             cv->batch - first < chunk ? cv->batch - first : chunk;
@@ -371,9 +377,9 @@ static locus_status run_winograd(const conv_run *run)
     return LOCUS_SUCCESS;
 }
 
-static locus_conv_algorithm choose(const locus__cuda_conv *cv,
-                                   const cuda_device *device)
+static locus_conv_algorithm choose(const conv_run *run)
 {
+    const locus__cuda_conv *cv = &run->cv;
     if (is_pointwise(cv))
         return LOCUS_CONV_IM2COL;
     /* FP32 only: the tensor-core GEMMs are several times faster than
@@ -390,7 +396,7 @@ static locus_conv_algorithm choose(const locus__cuda_conv *cv,
         return LOCUS_CONV_WINOGRAD;
     /* The implicit GEMM has the same few tiles and halves its depth at
      * most; lowering one image costs one pass over C R S P Q floats. */
-    if (splits_one_image(cv, device))
+    if (splits_one_image(run))
         return LOCUS_CONV_IM2COL;
     return LOCUS_CONV_IMPLICIT_GEMM;
 }
@@ -480,14 +486,13 @@ static locus_status shape_of(const cuda_state *state,
 }
 
 /* The algorithm that runs for `requested` (auto chosen), checked. */
-static locus_status resolve(const cuda_state *state, size_t index,
-                            const locus__cuda_conv *cv,
-                            locus_conv_algorithm requested,
+static locus_status resolve(const conv_run *run, locus_conv_algorithm requested,
                             locus_conv_algorithm *algorithm)
 {
-    *algorithm = requested == LOCUS_CONV_AUTO
-                     ? choose(cv, &state->devices[index])
-                     : requested;
+    const cuda_state *state = run->state;
+    const size_t index = run->index;
+    const locus__cuda_conv *cv = &run->cv;
+    *algorithm = requested == LOCUS_CONV_AUTO ? choose(run) : requested;
     if (*algorithm != LOCUS_CONV_IM2COL && *algorithm != LOCUS_CONV_MEC &&
         *algorithm != LOCUS_CONV_IMPLICIT_GEMM &&
         *algorithm != LOCUS_CONV_WINOGRAD)
@@ -558,7 +563,7 @@ locus_status locus__cuda_conv2d_f32_begun(cuda_state *state, size_t index,
     locus_status status = shape_of(state, desc, &run.cv);
     locus_conv_algorithm algorithm = desc->algorithm;
     if (status == LOCUS_SUCCESS)
-        status = resolve(state, index, &run.cv, desc->algorithm, &algorithm);
+        status = resolve(&run, desc->algorithm, &algorithm);
     if (status == LOCUS_SUCCESS)
         status = dispatch(&run, desc->algorithm, &algorithm);
     *ran = locus_conv_algorithm_ran(algorithm);
@@ -593,7 +598,7 @@ locus_status locus__cuda_conv2d_op(void *opaque, size_t index,
         return locus__cuda_conv2d_f64(state, index, &run.cv, desc->algorithm,
                                       input, filter, output, op);
     locus_conv_algorithm algorithm = desc->algorithm;
-    status = resolve(state, index, &run.cv, desc->algorithm, &algorithm);
+    status = resolve(&run, desc->algorithm, &algorithm);
     if (status != LOCUS_SUCCESS)
         return status;
     status = locus__cuda_begin(state, index, &run.device);
