@@ -343,8 +343,10 @@ static const layer_case cases[] = {
      NCHW,
      AUTO,
      "implicit"},
+    /* Two images: one alone has a single tile and a depth of 300, which
+     * auto runs as im2col with its k split (cuda_conv.c). */
     {"5x5 s2 dense relu6",
-     1,
+     2,
      12,
      23,
      21,
