@@ -3,7 +3,8 @@
 # item 4): a release build, the cuda suite; a what-if build whose split
 # sums one partial product too few, whose cuda_conv must fail (the test
 # can see the split); then `locus bench conv --net` on cuda:0 at batch 1
-# and 32 (h200-conv-net.sh PARTS="cuda1 cuda32", the same build).
+# and 32 (h200-conv-net.sh with PARTS, "cuda1 cuda32" unless set; the
+# same build).
 #
 #   run: OUT=$OUT sh scripts/device/h200-conv-split.sh
 #
@@ -39,5 +40,5 @@ wait "$broken_pid" && echo "broken build done" >&3
 timeout 100 meson test -C "$broken" --no-rebuild cuda_conv >/dev/null
 grep -E '^(Ok|Fail):' "$broken/meson-logs/testlog.txt" | sed 's/^/broken /' >&3
 grep -m3 -E 'FAIL|relative error' "$broken/meson-logs/testlog.txt" >&3
-PARTS="cuda1 cuda32" sh "$(dirname "$0")/h200-conv-net.sh"
+PARTS=${PARTS:-cuda1 cuda32} sh "$(dirname "$0")/h200-conv-net.sh"
 echo "done $(date +%T)" >&3
