@@ -196,7 +196,12 @@ locus_status locus__cpu_layer_depthwise(const locus__conv_layer *l)
                      .dilation_w = l->dilation_w,
                      .pad_top = l->pad_top,
                      .pad_left = l->pad_left,
-                     .activation = l->activation},
+                     .activation = l->activation,
+                     .input_begin = (uintptr_t)l->input,
+                     .input_end =
+                         (uintptr_t)l->input +
+                         l->batch * l->channels * l->height * l->width *
+                             locus__conv_layer_kernels_of(l)->elem_size},
         .kernels = kernels_of(s),
     };
     int nhwc = l->input_nhwc;

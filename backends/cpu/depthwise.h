@@ -13,6 +13,7 @@
 #define LOCUS_CPU_DEPTHWISE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <locus/locus.h>
 
@@ -22,6 +23,10 @@ typedef struct locus__depthwise_geometry {
     size_t kernel_h, kernel_w;          /* R, S */
     size_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
     locus_activation activation;
+    /* The bytes [input_begin, input_end) of the whole input, readable: a
+     * border load that lies inside them reads a whole vector and masks it
+     * after (AVX2's vmaskmov loads are slow on AMD's cores). */
+    uintptr_t input_begin, input_end;
 } locus__depthwise_geometry;
 
 /* The vector kernels take at most this many taps (R S), in registers. */

@@ -1,9 +1,12 @@
 /* The AVX2 depthwise kernels (depthwise.h, the loops in
  * depthwise_simd.h): 8 floats or 4 doubles a vector. Masks are lane
- * vectors: vmaskmov loads at the borders (masked-off lanes read nothing),
- * a blend after the multiply-add where a tap falls in the padding, and a
- * row's last partial vector stored through a small buffer (vmaskmov
- * stores are slow on AMD's cores). Compiled with -mavx2 -mfma. */
+ * vectors: a border load that lies inside the input's bytes is a whole
+ * vector and an AND with its mask, a vmaskmov load only where it would
+ * reach past them (masked-off lanes read nothing); a blend after the
+ * multiply-add where a tap falls in the padding; a row's last partial
+ * vector stored through a small buffer. vmaskmov loads and stores are
+ * both slow on AMD's cores (docs/PERFORMANCE.md). Compiled with -mavx2
+ * -mfma. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -101,6 +104,11 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_STOREU(p, v) _mm256_storeu_ps(p, v)
 #define V_LANES(lo, hi) lanes_f32(lo, hi)
 #define V_LOAD_MASKED(at, m) _mm256_maskload_ps((const float *)(at), m)
+#define V_LOAD_MASKED_IN(at, m, lo, hi)                                        \
+    ((at) >= (lo) && (at) + 32 <= (hi)                                         \
+         ? _mm256_and_ps(_mm256_loadu_ps((const float *)(at)),                 \
+                         _mm256_castsi256_ps(m))                               \
+         : V_LOAD_MASKED(at, m))
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_MASK_FMA(acc, m, a, b)                                               \
     _mm256_blendv_ps(acc, _mm256_fmadd_ps(a, b, acc), _mm256_castsi256_ps(m))
@@ -123,6 +131,7 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #undef V_STOREU
 #undef V_LANES
 #undef V_LOAD_MASKED
+#undef V_LOAD_MASKED_IN
 #undef V_FMA
 #undef V_MASK_FMA
 #undef V_STORE_FIRST
@@ -144,6 +153,11 @@ static inline __m256d evens_f64(__m256d lo, __m256d hi)
 #define V_STOREU(p, v) _mm256_storeu_pd(p, v)
 #define V_LANES(lo, hi) lanes_f64(lo, hi)
 #define V_LOAD_MASKED(at, m) _mm256_maskload_pd((const double *)(at), m)
+#define V_LOAD_MASKED_IN(at, m, lo, hi)                                        \
+    ((at) >= (lo) && (at) + 32 <= (hi)                                         \
+         ? _mm256_and_pd(_mm256_loadu_pd((const double *)(at)),                \
+                         _mm256_castsi256_pd(m))                               \
+         : V_LOAD_MASKED(at, m))
 #define V_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #define V_MASK_FMA(acc, m, a, b)                                               \
     _mm256_blendv_pd(acc, _mm256_fmadd_pd(a, b, acc), _mm256_castsi256_pd(m))

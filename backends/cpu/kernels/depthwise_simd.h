@@ -9,6 +9,10 @@
  *   V_LOAD_MASKED(at, m)          lanes of m loaded from the address at
  *                                 (an integer: lane 0 may lie outside the
  *                                 row), the others zero and never read
+ *   V_LOAD_MASKED_IN(at, m, lo, hi) the same where [lo, hi) are bytes
+ *                                 readable around at: the includer may
+ *                                 read the whole vector when it lies in
+ *                                 them and mask it after
  *   V_FMA(a, b, c)                a b + c
  *   V_ADD(a, b)                   a + b
  *   V_MASK_FMA(acc, m, a, b)      a b + acc in the lanes of m, acc in the
@@ -89,9 +93,23 @@ static inline NAME(border)
     return b;
 }
 
-static inline VEC NAME(load_masked)(const ELEM *row, ptrdiff_t x0, MASK m)
+/* Bytes readable around a masked load: the layer's input, or a
+ * phases buffer. */
+typedef struct NAME(readable) {
+    uintptr_t begin, end;
+} NAME(readable);
+
+static inline NAME(readable)
+    NAME(input_readable)(const locus__depthwise_geometry *g)
 {
-    return V_LOAD_MASKED((uintptr_t)row + (uintptr_t)x0 * sizeof(ELEM), m);
+    return (NAME(readable)){g->input_begin, g->input_end};
+}
+
+static inline VEC NAME(load_masked)(NAME(readable) span, const ELEM *row,
+                                    ptrdiff_t x0, MASK m)
+{
+    return V_LOAD_MASKED_IN((uintptr_t)row + (uintptr_t)x0 * sizeof(ELEM), m,
+                            span.begin, span.end);
 }
 
 /* Border masks of this many (chunk, tap column) pairs are computed once
@@ -113,6 +131,7 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
     const ptrdiff_t reach = stride == 1 ? LANES : 2 * LANES;
     const ptrdiff_t last_tap = (ptrdiff_t)((S - 1) * dw);
     const size_t chunks = (Q + LANES - 1) / LANES;
+    const NAME(readable) span = NAME(input_readable)(g);
     /* The masks depend on the chunk and the tap column only: the same for
      * every row. */
     NAME(border) table[BORDER_TABLE];
@@ -174,11 +193,12 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                                 continue;
                             VEC v =
                                 stride == 1
-                                    ? NAME(load_masked)(rows[r], x0, m.lo)
-                                    : V_EVENS(
-                                          NAME(load_masked)(rows[r], x0, m.lo),
-                                          NAME(load_masked)(rows[r], x0 + LANES,
-                                                            m.hi));
+                                    ? NAME(load_masked)(span, rows[r], x0, m.lo)
+                                    : V_EVENS(NAME(load_masked)(span, rows[r],
+                                                                x0, m.lo),
+                                              NAME(load_masked)(span, rows[r],
+                                                                x0 + LANES,
+                                                                m.hi));
                             a[r % 3] =
                                 V_MASK_FMA(a[r % 3], m.fma, v, t[r * S + s]);
                         }
@@ -235,8 +255,8 @@ static inline ptrdiff_t NAME(half_down)(ptrdiff_t v)
 /* The four phases of an H x W plane, phase (a, b) at (2 a + b) h2 w2,
  * row i holding in[(2 i + a) W + 2 j + b] for j < w2 (a last odd column
  * or row past the plane is left unwritten: the masks never read it). */
-static inline void NAME(split_phases)(const ELEM *in, size_t H, size_t W,
-                                      ELEM *phases)
+static inline void NAME(split_phases)(NAME(readable) span, const ELEM *in,
+                                      size_t H, size_t W, ELEM *phases)
 {
     const size_t h2 = (H + 1) / 2, w2 = (W + 1) / 2;
     /* Pieces of 2 LANES inputs: the whole ones with plain loads and
@@ -256,9 +276,9 @@ static inline void NAME(split_phases)(const ELEM *in, size_t H, size_t W,
             V_STOREU(odd + k * LANES, V_ODDS(lo, hi));
         }
         if (rest > 0) {
-            VEC lo = NAME(load_masked)(row, (ptrdiff_t)x_last, lo_mask);
-            VEC hi =
-                NAME(load_masked)(row, (ptrdiff_t)(x_last + LANES), hi_mask);
+            VEC lo = NAME(load_masked)(span, row, (ptrdiff_t)x_last, lo_mask);
+            VEC hi = NAME(load_masked)(span, row, (ptrdiff_t)(x_last + LANES),
+                                       hi_mask);
             V_STORE_FIRST(even + x_last / 2, n_last, V_EVENS(lo, hi));
             V_STORE_FIRST(odd + x_last / 2, n_last, V_ODDS(lo, hi));
         }
@@ -317,10 +337,17 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
             for (size_t j = 0; j < chunks; j++)
                 table[j * R * S + r * S + s] = V_MASK_OF_BITS(bits[j]);
         }
+    const NAME(readable) input_span = NAME(input_readable)(g);
+    /* Stride 2 reads the phases (PHASES_MAX elements), stride 1 the
+     * input. */
+    const NAME(readable) span =
+        stride != 1 ? (NAME(readable)){(uintptr_t)phases,
+                                       (uintptr_t)(phases + PHASES_MAX)}
+                    : input_span;
     for (size_t plane = 0; plane < planes; plane++) {
         const ELEM *in = planes_in + plane * H * W;
         if (stride != 1) {
-            NAME(split_phases)(in, H, W, phases);
+            NAME(split_phases)(input_span, in, H, W, phases);
             in = phases;
         }
         const ELEM *taps = planes_taps + plane * R * S;
@@ -336,7 +363,7 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                 for (size_t s = 0; s < S; s++) {
                     size_t tap = r * S + s;
                     VEC v = NAME(load_masked)(
-                        in, (ptrdiff_t)(j * LANES) + shift[tap], m[tap]);
+                        span, in, (ptrdiff_t)(j * LANES) + shift[tap], m[tap]);
                     a[r % 3] = V_MASK_FMA(a[r % 3], m[tap], v, t[tap]);
                 }
             VEC acc =
