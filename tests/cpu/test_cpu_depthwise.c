@@ -6,11 +6,16 @@
  * tap: where that tap falls in the padding it is skipped (the output stays
  * finite), as the definition says, not multiplied by a zero; many small
  * planes (whole planes a worker, the kernels' flat rows); and layers large
- * enough to run on the workers, split into blocks of rows. */
+ * enough to run on the workers, split into blocks of rows. And inputs that
+ * start right after or end right before an inaccessible page (wrapped
+ * caller memory between PROT_NONE guards): the kernels' border loads read
+ * whole vectors only inside the input, so none of them may fault. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <locus/locus.h>
 
@@ -173,6 +178,44 @@ static locus_buffer *upload(locus_context *ctx, const double *x, size_t count,
     return buf;
 }
 
+/* Caller memory for a wrapped input between two inaccessible pages, the
+ * input flush against the first (start) or the second (end). */
+typedef enum guard_side { GUARD_NONE, GUARD_START, GUARD_END } guard_side;
+
+typedef struct guarded {
+    void *mapping;
+    size_t mapping_bytes;
+} guarded;
+
+static locus_buffer *upload_guarded(locus_context *ctx, const double *x,
+                                    size_t count, locus_dtype dtype,
+                                    guard_side side, guarded *g)
+{
+    size_t elem = dtype == LOCUS_DTYPE_F64 ? 8 : 4, bytes = count * elem;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t data = (bytes + page - 1) / page * page;
+    g->mapping_bytes = data + 2 * page;
+    g->mapping = mmap(NULL, g->mapping_bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!TEST_EXPECT(g->mapping != MAP_FAILED, "mmap failed")) {
+        g->mapping = NULL;
+        return NULL;
+    }
+    char *base = g->mapping;
+    TEST_EXPECT(mprotect(base, page, PROT_NONE) == 0 &&
+                    mprotect(base + page + data, page, PROT_NONE) == 0,
+                "mprotect failed");
+    char *at = side == GUARD_START ? base + page : base + page + data - bytes;
+    for (size_t i = 0; i < count; i++)
+        if (dtype == LOCUS_DTYPE_F64)
+            ((double *)at)[i] = x[i];
+        else
+            ((float *)at)[i] = (float)x[i];
+    locus_buffer *buf = NULL;
+    TEST_OK(locus_buffer_wrap(ctx, at, bytes, &buf));
+    return buf;
+}
+
 /* got against ref: NaN for NaN, the same infinity, else within the
  * bound 2 (R S + 2) u sum |terms|. */
 static int matches(double got, long double ref, long double mag,
@@ -186,9 +229,11 @@ static int matches(double got, long double ref, long double mag,
     return fabs(got - (double)ref) <= bound;
 }
 
-static void run_case(locus_context *ctx, locus_device *dev, const dw_case *dc,
-                     locus_dtype dtype)
+static void run_case_guarded(locus_context *ctx, locus_device *dev,
+                             const dw_case *dc, locus_dtype dtype,
+                             guard_side side)
 {
+    guarded g = {0};
     size_t k = dc->c * dc->m;
     size_t in_count = dc->n * dc->c * dc->h * dc->w;
     size_t f_count = k * dc->r * dc->s;
@@ -203,7 +248,10 @@ static void run_case(locus_context *ctx, locus_device *dev, const dw_case *dc,
         for (size_t j = 0; j < k; j++)
             f[j * dc->r * dc->s] = INFINITY; /* tap (0, 0) */
     void *out = malloc(out_count * elem);
-    locus_buffer *bin = upload(ctx, in, in_count, dtype);
+    locus_buffer *bin = side == GUARD_NONE ? upload(ctx, in, in_count, dtype)
+                        : in
+                            ? upload_guarded(ctx, in, in_count, dtype, side, &g)
+                            : NULL;
     locus_buffer *bf = upload(ctx, f, f_count, dtype);
     locus_buffer *bb = bias ? upload(ctx, bias, k, dtype) : NULL;
     locus_buffer *bout = NULL;
@@ -265,6 +313,14 @@ release:
     free(f);
     free(bias);
     free(out);
+    if (g.mapping)
+        munmap(g.mapping, g.mapping_bytes);
+}
+
+static void run_case(locus_context *ctx, locus_device *dev, const dw_case *dc,
+                     locus_dtype dtype)
+{
+    run_case_guarded(ctx, dev, dc, dtype, GUARD_NONE);
 }
 
 /* A layer of a few large planes (MobileNetV2's first dw, smaller): above
@@ -364,14 +420,20 @@ static void test_isa(const char *isa)
                     run_case(ctx, dev, &dc, dtype);
                     dc.infinite_tap = 1;
                     run_case(ctx, dev, &dc, dtype);
+                    run_case_guarded(ctx, dev, &dc, dtype, GUARD_START);
+                    run_case_guarded(ctx, dev, &dc, dtype, GUARD_END);
                 }
             for (int i = 0; i < 12; i++) {
                 dw_case dc = small_planes_case();
                 dc.infinite_tap = i % 2;
                 run_case(ctx, dev, &dc, dtype);
+                run_case_guarded(ctx, dev, &dc, dtype,
+                                 i % 2 ? GUARD_START : GUARD_END);
                 dc = strided_planes_case();
                 dc.infinite_tap = i % 2;
                 run_case(ctx, dev, &dc, dtype);
+                run_case_guarded(ctx, dev, &dc, dtype,
+                                 i % 2 ? GUARD_END : GUARD_START);
             }
             for (size_t stride = 1; stride <= 2; stride++)
                 for (int nhwc = 0; nhwc < 2; nhwc++) {
