@@ -5,9 +5,11 @@
  * the vectors) at the size AVX2's registers allow: a seventh position
  * would leave no register for the broadcast, which AVX2's FMA cannot take
  * from memory. The tile is stored transposed by two 8x8 in-register
- * transposes and masked stores. Compiled with -mavx2 -mfma; called only on
- * CPUs that have both. */
+ * transposes, each filter's six positions as a 4-float and a 2-float store
+ * (vmaskmov loads and stores are slow on AMD's cores: docs/PERFORMANCE.md).
+ * Compiled with -mavx2 -mfma; called only on CPUs that have both. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "transpose_avx2.h"
@@ -22,6 +24,31 @@
         c##i##1 = _mm256_fmadd_ps(x, w1, c##i##1);                             \
     } while (0)
 
+/* The first n (at most LOCUS__AVX2_DIRECT_POSITIONS) floats at o as the
+ * first lanes of a vector, the others zero; and the store of them. */
+static inline __m256 load_first(const float *o, size_t n)
+{
+    if (n == 6)
+        return _mm256_insertf128_ps(
+            _mm256_castps128_ps256(_mm_loadu_ps(o)),
+            _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(o + 4)), 1);
+    float lanes[8] = {0};
+    memcpy(lanes, o, n * sizeof *o);
+    return _mm256_loadu_ps(lanes);
+}
+
+static inline void store_first(float *o, size_t n, __m256 v)
+{
+    if (n == 6) {
+        _mm_storeu_ps(o, _mm256_castps256_ps128(v));
+        _mm_storel_pi((__m64 *)(o + 4), _mm256_extractf128_ps(v, 1));
+        return;
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, v);
+    memcpy(o, lanes, n * sizeof *o);
+}
+
 /* Rows r[0..8) (positions, 8 filters each) transposed to 8 filters' rows
  * of 8 positions; stores the first `positions` of each of the first
  * `filters` rows at out + j * ldo, adding what is there when
@@ -32,14 +59,12 @@ static inline void store_transposed(__m256 r[8], float *out, size_t ldo,
 {
     __m256 col[8];
     locus__transpose8x8_avx2(r, col);
-    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)positions), lane);
     for (size_t j = 0; j < filters && j < 8; j++) {
         float *o = out + j * ldo;
         __m256 v = col[j];
         if (accumulate)
-            v = _mm256_add_ps(v, _mm256_maskload_ps(o, mask));
-        _mm256_maskstore_ps(o, mask, v);
+            v = _mm256_add_ps(v, load_first(o, positions));
+        store_first(o, positions, v);
     }
 }
 
