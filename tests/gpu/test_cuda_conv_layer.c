@@ -1,13 +1,14 @@
 /* The CUDA conv2d_layer's own paths (backends/cuda/cuda_conv_layer.c), on
  * shapes larger than test_device_conv_layer.c's random ones, so that every
- * path and its tiling is taken: the shared-memory depthwise kernel over
- * several tiles of a plane (strides, dilation, multipliers, an NHWC
- * output), the NHWC depthwise kernel, the direct fallback where the
- * depthwise patch passes shared memory and for groups of few filters, the
- * 1x1 layers as a plain GEMM in all four layout pairs and with groups,
- * grouped im2col in all four layout pairs, im2col by name on a depthwise
- * layer, dense NCHW layers with only a bias or activation through 0.2's
- * kernels (the implicit GEMM, im2col) and the pass after them, and tf32
+ * path and its tiling is taken: the strip depthwise kernel (3x3,
+ * multiplier 1, strides 1 and 2, one and several strips a plane), the
+ * shared-memory depthwise kernel over several tiles of a plane (strides,
+ * dilation, multipliers, an NHWC output), the NHWC depthwise kernel, the direct
+ * fallback where the depthwise patch passes shared memory and for groups of few
+ * filters, the 1x1 layers as a plain GEMM in all four layout pairs and with
+ * groups, grouped im2col in all four layout pairs, im2col by name on a
+ * depthwise layer, dense NCHW layers with only a bias or activation through
+ * 0.2's kernels (the implicit GEMM, im2col) and the pass after them, and tf32
  * on the GEMM paths. Each case checks the record's
  * algorithm (the path auto took) and every output against a long double
  * sum from the definition within 2 (C/G R S + 2) u sum |terms| (u of the
@@ -97,6 +98,57 @@ static const layer_case cases[] = {
      16,
      1,
      1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     1,
+     0,
+     NONE,
+     NCHW,
+     NCHW,
+     AUTO,
+     "depthwise"},
+    /* The strip kernel (3x3, multiplier 1, no dilation, stride 1 or 2):
+     * the first above (40 rows: strips of 8) and the narrow one (7 rows:
+     * one strip); here stride 2 with TensorFlow's asymmetric "same"
+     * padding, 18 rows (strips of 8, 8 and 2), an NHWC output, and
+     * stride 2 on a plane of 7 rows. */
+    {"depthwise 3x3 s2 asym strips",
+     2,
+     24,
+     37,
+     35,
+     24,
+     3,
+     3,
+     24,
+     2,
+     2,
+     0,
+     1,
+     1,
+     0,
+     1,
+     1,
+     1,
+     RELU6,
+     NCHW,
+     NHWC,
+     AUTO,
+     "depthwise"},
+    {"depthwise 3x3 s2 small",
+     3,
+     20,
+     14,
+     13,
+     20,
+     3,
+     3,
+     20,
+     2,
+     2,
      1,
      1,
      1,
