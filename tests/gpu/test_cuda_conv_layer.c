@@ -2,10 +2,10 @@
  * shapes larger than test_device_conv_layer.c's random ones, so that every
  * path and its tiling is taken: the shared-memory depthwise kernel over
  * several tiles of a plane (strides, dilation, multipliers, an NHWC
- * output, TensorFlow's asymmetric padding), the NHWC depthwise kernel, the direct
- * fallback where the depthwise patch passes shared memory and for groups of few
- * filters, the 1x1 layers as a plain GEMM in all four layout pairs and with
- * groups, grouped im2col in all four layout pairs, im2col by name on a
+ * output, TensorFlow's asymmetric padding), the NHWC depthwise kernel, the
+ * direct fallback where the depthwise patch passes shared memory and for groups
+ * of few filters, the 1x1 layers as a plain GEMM in all four layout pairs and
+ * with groups, grouped im2col in all four layout pairs, im2col by name on a
  * depthwise layer, dense NCHW layers with only a bias or activation through
  * 0.2's kernels (the implicit GEMM, im2col) and the pass after them, and tf32
  * on the GEMM paths. Each case checks the record's
