@@ -21,17 +21,7 @@ out=${OUT:-/tmp/locus-out}
 mkdir -p "$out" /opt/deps
 log="$out/conv-net.log"
 exec 3>&1 >"$log" 2>&1
-for deb in .devdeps/*.deb; do [ -f "$deb" ] && dpkg -x "$deb" /opt/deps; done
-deps=/opt/deps/usr
-export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LIBRARY_PATH="$deps/lib/x86_64-linux-gnu"
-export C_INCLUDE_PATH="$deps/include"
-# meson finds libdnnl by its pkg-config file, else as a plain library.
-mkdir -p /opt/deps/pc
-for pc in "$deps"/lib/x86_64-linux-gnu/pkgconfig/dnnl*.pc; do
-    [ -f "$pc" ] && sed "s|/usr/|$deps/|g" "$pc" >"/opt/deps/pc/$(basename "$pc")"
-done
-export PKG_CONFIG_PATH=/opt/deps/pc
+. "$(dirname "$0")/devdeps-env.sh"
 . "$(dirname "$0")/gpu-env.sh"
 
 nproc; nvidia-smi -L

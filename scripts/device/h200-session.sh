@@ -17,16 +17,7 @@ out=${OUT:-/tmp/locus-out}
 mkdir -p "$out" /opt/deps
 exec 3>&1 >"$out/session.log" 2>&1
 root=$(pwd)
-for deb in "$root"/.devdeps/*.deb; do [ -f "$deb" ] && dpkg -x "$deb" /opt/deps; done
-deps=/opt/deps/usr
-export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LIBRARY_PATH="$deps/lib/x86_64-linux-gnu"
-export C_INCLUDE_PATH="$deps/include"
-mkdir -p /opt/deps/pc
-for pc in "$deps"/lib/x86_64-linux-gnu/pkgconfig/dnnl*.pc; do
-    [ -f "$pc" ] && sed "s|/usr/|$deps/|g" "$pc" >"/opt/deps/pc/$(basename "$pc")"
-done
-export PKG_CONFIG_PATH=/opt/deps/pc
+. "$(dirname "$0")/devdeps-env.sh"
 . "$root/scripts/device/gpu-env.sh"
 export PATH=/usr/local/cuda/bin:$PATH
 build=/tmp/locus-build
