@@ -525,6 +525,13 @@ LOCUS_API void locus_buffer_destroy(locus_buffer *buffer);
 
 LOCUS_API locus_status locus_buffer_size(const locus_buffer *buffer,
                                          size_t *bytes);
+/* Copies bytes between the caller's memory and [offset, offset + bytes)
+ * of the buffer, after the ops that use it (read: its newest copy,
+ * wherever that is). Errors: buffer or memory NULL
+ * (LOCUS_ERROR_NULL_ARGUMENT); bytes 0 (LOCUS_ERROR_INVALID_ARGUMENT: an
+ * empty transfer is refused, not a no-op, since it is usually a size
+ * computed wrong); a range past the buffer's end
+ * (LOCUS_ERROR_BUFFER_TOO_SMALL). Nothing is copied when they fail. */
 LOCUS_API locus_status locus_buffer_write(locus_buffer *buffer, size_t offset,
                                           const void *source, size_t bytes);
 LOCUS_API locus_status locus_buffer_read(locus_buffer *buffer, size_t offset,

@@ -103,6 +103,8 @@ static void test_buffers(void)
     float out[8];
     TEST_ERROR(locus_buffer_write(buffer, 0, data, 0),
                LOCUS_ERROR_INVALID_ARGUMENT, "0 bytes");
+    TEST_ERROR(locus_buffer_read(buffer, 0, out, 0),
+               LOCUS_ERROR_INVALID_ARGUMENT, "0 bytes");
     TEST_ERROR(locus_buffer_write(buffer, 4, data, 16),
                LOCUS_ERROR_BUFFER_TOO_SMALL, "offset 4");
     TEST_ERROR(locus_buffer_write(buffer, SIZE_MAX, data, 4),
