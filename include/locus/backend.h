@@ -387,7 +387,9 @@ typedef struct locus_backend {
      * to a device that answers 0, and locus_device_offers reports it. A
      * limit of the shape is no part of this: an op refused for its shape
      * (LOCUS_ERROR_NOT_SUPPORTED) still moves on to another device. NULL:
-     * every algorithm and dtype of the ops whose function is not NULL. */
+     * every algorithm of the ops whose function is not NULL, in f32 only
+     * (a module that computes in another dtype says so here; one that
+     * does not is never handed bytes of a type it would read as floats). */
     int (*offers)(void *state, size_t device, locus_op_kind op, int algorithm,
                   locus_dtype dtype);
 

@@ -14,10 +14,15 @@ bool locus__device_offers_variant(const locus_device *device,
 {
     const locus__backend_slot *slot = device->backend;
     const locus_backend *table = slot->table;
-    return op->backend_has(table) &&
-           (!table->offers ||
-            table->offers(slot->state, device->index_in_backend,
-                          (locus_op_kind)op->kind, algorithm, dtype) == 1);
+    if (!op->backend_has(table))
+        return false;
+    /* A module that does not say (no offers entry) computes in f32, the
+     * one dtype every module knows: an f64 or half request reaching its
+     * loops would be read as floats, past the end of its operands. */
+    if (!table->offers)
+        return dtype == LOCUS_DTYPE_F32;
+    return table->offers(slot->state, device->index_in_backend,
+                         (locus_op_kind)op->kind, algorithm, dtype) == 1;
 }
 
 bool locus__device_offers(const locus_device *device, const locus__op_model *op)

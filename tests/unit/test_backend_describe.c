@@ -6,7 +6,8 @@
  * says it does not offer is never sent to it, though the cost model
  * would prefer it for anything. A module built for ABI version 1 is
  * refused with the versions in the reason. locus_device_offers reports
- * what each backend says. */
+ * what each backend says, and a module without an offers entry is sent f32
+ * only. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "test_buffers.h"
 
 static char plugin_path[4096];
+static char fake_path[4096]; /* tests/unit/modules/fake_device: "cuda" */
 
 /* The context with these settings (device may be NULL), logging only
  * errors unless log is given. */
@@ -291,6 +293,54 @@ static void test_offers_query(void)
     locus_context_destroy(context);
 }
 
+/* The fake device module has no offers entry and loops that read floats:
+ * it offers every op in f32 and nothing else, and an f16 gemm asked of it
+ * is refused before its loops see it (libFuzzer's fuzz_ops found that
+ * request reading past its A when such a module was taken to offer every
+ * dtype). */
+static void test_no_offers_entry_means_f32(void)
+{
+    locus_context_options options;
+    locus_context_options_init(&options);
+    options.ignore_environment = 1;
+    options.backends = "cuda";
+    options.plugin_path = fake_path;
+    options.calibration = "nominal";
+    options.log = "error";
+    locus_context *context = NULL;
+    if (TEST_OK(locus_context_create(&options, &context)) != LOCUS_SUCCESS)
+        return;
+    locus_device *fake = NULL;
+    if (TEST_OK(locus_device_find(context, "cuda:0", &fake)) == LOCUS_SUCCESS) {
+        static const locus_dtype dtypes[] = {LOCUS_DTYPE_F32, LOCUS_DTYPE_F64,
+                                             LOCUS_DTYPE_BF16, LOCUS_DTYPE_F16};
+        for (size_t i = 0; i < 4; i++) {
+            int offered = -1;
+            TEST_OK(locus_device_offers(fake, LOCUS_OP_GEMM, 0, dtypes[i],
+                                        &offered));
+            TEST_EXPECT(offered == (dtypes[i] == LOCUS_DTYPE_F32),
+                        "the module without offers: gemm in %s offered %d",
+                        locus_dtype_str(dtypes[i]), offered);
+        }
+        /* A 30 x 16 f16 A fits 1 KiB, as floats it would not. */
+        static const float zeros[256];
+        locus_buffer *a = test_upload_floats(context, zeros, 256);
+        locus_buffer *b = test_upload_floats(context, zeros, 256);
+        locus_buffer *c = test_upload_floats(context, zeros, 256);
+        locus_gemm_desc desc;
+        locus_gemm_desc_init(&desc);
+        desc.dtype = LOCUS_DTYPE_F16;
+        desc.m = 30, desc.n = 8, desc.k = 16;
+        if (a && b && c)
+            TEST_ERROR(locus_gemm(context, fake, &desc, a, b, c, NULL),
+                       LOCUS_ERROR_NOT_SUPPORTED, "is not offered on cuda:0");
+        locus_buffer_destroy(a);
+        locus_buffer_destroy(b);
+        locus_buffer_destroy(c);
+    }
+    locus_context_destroy(context);
+}
+
 static void test_old_abi_refused(void)
 {
     locus_context *context = NULL;
@@ -318,10 +368,12 @@ int main(int argc, char **argv)
     }
     snprintf(plugin_path, sizeof plugin_path, "%s/stranger:%s/abi_v1", argv[1],
              argv[1]);
+    snprintf(fake_path, sizeof fake_path, "%s/fake_device", argv[1]);
     test_found_and_listed();
     test_selected();
     test_never_sent_what_it_does_not_offer();
     test_offers_query();
     test_old_abi_refused();
+    test_no_offers_entry_means_f32();
     return test_exit_code();
 }
