@@ -21,22 +21,29 @@
 static char plugin_path[4096];
 static char fake_path[4096]; /* tests/unit/modules/fake_device: "cuda" */
 
-/* The context with these settings (device may be NULL), logging only
- * errors unless log is given. */
-static locus_status make_context(const char *backends, const char *device,
-                                 const char *strict, locus_context **out)
+/* The context with these settings (device may be NULL) and the modules of
+ * path, logging only errors. */
+static locus_status make_context_at(const char *path, const char *backends,
+                                    const char *device, const char *strict,
+                                    locus_context **out)
 {
     locus_context_options options;
     locus_context_options_init(&options);
     options.ignore_environment = 1;
     options.backends = backends;
-    options.plugin_path = plugin_path;
+    options.plugin_path = path;
     options.device = device;
     options.strict = strict;
     options.calibration = "nominal";
     options.log = "error";
     *out = NULL;
     return locus_context_create(&options, out);
+}
+
+static locus_status make_context(const char *backends, const char *device,
+                                 const char *strict, locus_context **out)
+{
+    return make_context_at(plugin_path, backends, device, strict, out);
 }
 
 static int find_backend(locus_context *context, const char *name,
@@ -300,15 +307,9 @@ static void test_offers_query(void)
  * dtype). */
 static void test_no_offers_entry_means_f32(void)
 {
-    locus_context_options options;
-    locus_context_options_init(&options);
-    options.ignore_environment = 1;
-    options.backends = "cuda";
-    options.plugin_path = fake_path;
-    options.calibration = "nominal";
-    options.log = "error";
     locus_context *context = NULL;
-    if (TEST_OK(locus_context_create(&options, &context)) != LOCUS_SUCCESS)
+    if (TEST_OK(make_context_at(fake_path, "cuda", NULL, NULL, &context)) !=
+        LOCUS_SUCCESS)
         return;
     locus_device *fake = NULL;
     if (TEST_OK(locus_device_find(context, "cuda:0", &fake)) == LOCUS_SUCCESS) {
