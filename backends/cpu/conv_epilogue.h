@@ -9,8 +9,8 @@
  * exactly the conv layer's separate epilogue pass (conv_layer_elem.h,
  * finish), so fused or not the answers are the same bits. The
  * activations keep NaN (x < 0 is false for NaN), as locus.h says. The
- * loops have no data-dependent branch: the compiler turns each into a
- * compare and a select (or max and min) over vectors. */
+ * AVX2 GEMM kernel applies the same operations to a tile in registers
+ * (isa.h, sgemm_strided_epilogue). */
 #ifndef LOCUS_CPU_CONV_EPILOGUE_H
 #define LOCUS_CPU_CONV_EPILOGUE_H
 
@@ -28,6 +28,33 @@ static inline int locus__conv_epilogue_is_none(const locus__conv_epilogue *e)
     return !e->bias && e->activation == LOCUS_ACTIVATION_NONE;
 }
 
+/* Four values at a time through GCC's vector extensions, which every
+ * x86-64 and Arm target has: written as the scalar x < 0.0f ? 0.0f : x,
+ * the loop stayed scalar and branchy (a compare may trap, so GCC does not
+ * if-convert it), and that pass cost as much as a small-depth tile's
+ * arithmetic (docs/PERFORMANCE.md). A vector compare gives a mask
+ * (false for NaN), so NaN and -0 pass as in the scalar form. */
+typedef float locus__epilogue_f4 __attribute__((vector_size(16)));
+typedef int locus__epilogue_i4 __attribute__((vector_size(16)));
+
+static inline locus__epilogue_f4
+locus__conv_epilogue_f4(locus__epilogue_f4 x, locus__epilogue_f4 bias,
+                        locus_activation activation)
+{
+    x = x + bias;
+    if (activation == LOCUS_ACTIVATION_NONE)
+        return x;
+    const locus__epilogue_f4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
+    const locus__epilogue_f4 six = {6.0f, 6.0f, 6.0f, 6.0f};
+    locus__epilogue_i4 bits = (locus__epilogue_i4)x;
+    bits &= ~(x < zero); /* +0 where x < 0 */
+    if (activation == LOCUS_ACTIVATION_RELU6) {
+        locus__epilogue_i4 above = (locus__epilogue_f4)bits > six;
+        bits = (bits & ~above) | ((locus__epilogue_i4)six & above);
+    }
+    return (locus__epilogue_f4)bits;
+}
+
 /* Rows [0, rows) of c (ldc apart, output channels k0, k0 + 1, ...),
  * columns [0, cols). */
 static inline void locus__conv_epilogue_apply(const locus__conv_epilogue *e,
@@ -38,26 +65,18 @@ static inline void locus__conv_epilogue_apply(const locus__conv_epilogue *e,
         return;
     for (size_t i = 0; i < rows; i++) {
         float b = e->bias ? e->bias[k0 + i] : 0.0f;
+        const locus__epilogue_f4 bias = {b, b, b, b};
         float *row = c + i * ldc;
-        switch (e->activation) {
-        case LOCUS_ACTIVATION_RELU:
-            for (size_t j = 0; j < cols; j++) {
-                float x = row[j] + b;
-                row[j] = x < 0.0f ? 0.0f : x;
-            }
-            break;
-        case LOCUS_ACTIVATION_RELU6:
-            for (size_t j = 0; j < cols; j++) {
-                float x = row[j] + b;
-                x = x < 0.0f ? 0.0f : x;
-                row[j] = x > 6.0f ? 6.0f : x;
-            }
-            break;
-        case LOCUS_ACTIVATION_NONE:
-        default:
-            for (size_t j = 0; j < cols; j++)
-                row[j] += b;
-            break;
+        size_t j = 0;
+        for (; j + 4 <= cols; j += 4) {
+            locus__epilogue_f4 x;
+            __builtin_memcpy(&x, row + j, sizeof x);
+            x = locus__conv_epilogue_f4(x, bias, e->activation);
+            __builtin_memcpy(row + j, &x, sizeof x);
+        }
+        for (; j < cols; j++) {
+            locus__epilogue_f4 x = {row[j], 0.0f, 0.0f, 0.0f};
+            row[j] = locus__conv_epilogue_f4(x, bias, e->activation)[0];
         }
     }
 }

@@ -524,6 +524,19 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                         const float *a = block + i * mr * kcb;
                         float *c = out + i * mr * pq + j0 + g * nr;
                         size_t rows = min_size(mr, k - i * mr);
+                        if (last && rows == mr && (in_place || cols == nr) &&
+                            isa->sgemm_strided_epilogue) {
+                            /* The bias and activation in registers: a
+                             * pass of its own over the tile just stored
+                             * cost as much as the tile's arithmetic at
+                             * small depths (docs/PERFORMANCE.md). */
+                            const float *bias = pr->epilogue.bias;
+                            isa->sgemm_strided_epilogue(
+                                kcb, a, b, in_place ? pq : nr, c, pq, beta,
+                                bias ? bias + i * mr : NULL,
+                                (int)pr->epilogue.activation);
+                            continue;
+                        }
                         if (in_place && rows == mr)
                             isa->sgemm_strided(kcb, a, b, pq, c, pq, 1.0f,
                                                beta);

@@ -29,6 +29,10 @@ void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
 void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
                                size_t ldb, float *c, size_t ldc, float alpha,
                                float beta);
+void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
+                                        const float *b, size_t ldb, float *c,
+                                        size_t ldc, float beta,
+                                        const float *bias, int activation);
 double locus__sum_avx2(const float *x, size_t n);
 void locus__pad_rows_avx2(float *dst, size_t dst_stride, const float *src,
                           size_t src_stride, size_t rows, size_t pad,

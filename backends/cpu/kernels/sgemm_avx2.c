@@ -5,6 +5,8 @@
  * with -mavx2 -mfma; called only on CPUs that have both. */
 #include <immintrin.h>
 
+#include <locus/locus.h>
+
 #include "kernels.h"
 
 #define MR LOCUS__AVX2_MR
@@ -35,10 +37,38 @@
         c51 = _mm256_fmadd_ps(ai, b1, c51);                                    \
     } while (0)
 
+/* A conv layer's epilogue on one row of the tile in registers: the
+ * same operations, in the same order, as the separate pass
+ * (conv_epilogue.h: act(x + bias), bias 0 where there is none, nothing
+ * at all where there is neither), so fused or not the bits agree:
+ * x < 0 ? 0 : x keeps -0 and NaN, as andnot of the compare does. */
+typedef struct row_epilogue {
+    int apply;     /* a bias or an activation */
+    int clamp_low; /* relu and relu6 */
+    int clamp_six; /* relu6 */
+} row_epilogue;
+
+static inline __m256 finish(__m256 x, __m256 bias, row_epilogue e)
+{
+    if (!e.apply)
+        return x;
+    x = _mm256_add_ps(x, bias);
+    if (e.clamp_low)
+        x = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ),
+                             x);
+    if (e.clamp_six) {
+        __m256 six = _mm256_set1_ps(6.0f);
+        x = _mm256_blendv_ps(x, six, _mm256_cmp_ps(x, six, _CMP_GT_OQ));
+    }
+    return x;
+}
+
 /* beta == 0 stores alpha * acc without reading C; otherwise one rounding
- * of alpha * acc, then one of the FMA with beta * C. */
+ * of alpha * acc, then one of the FMA with beta * C; then the epilogue
+ * (bias: this row's value, unused where e.apply is 0). */
 static inline void store_row(float *c, __m256 acc0, __m256 acc1, __m256 alpha,
-                             __m256 beta, int read_c)
+                             __m256 beta, int read_c, float bias,
+                             row_epilogue e)
 {
     __m256 r0 = _mm256_mul_ps(alpha, acc0);
     __m256 r1 = _mm256_mul_ps(alpha, acc1);
@@ -46,15 +76,17 @@ static inline void store_row(float *c, __m256 acc0, __m256 acc1, __m256 alpha,
         r0 = _mm256_fmadd_ps(beta, _mm256_loadu_ps(c), r0);
         r1 = _mm256_fmadd_ps(beta, _mm256_loadu_ps(c + 8), r1);
     }
-    _mm256_storeu_ps(c, r0);
-    _mm256_storeu_ps(c + 8, r1);
+    __m256 vbias = _mm256_set1_ps(bias);
+    _mm256_storeu_ps(c, finish(r0, vbias, e));
+    _mm256_storeu_ps(c + 8, finish(r1, vbias, e));
 }
 
 /* The tile with B's rows ldb floats apart: inlined into the packed
- * kernel with ldb = NR, a constant, and into the strided one. */
+ * kernel with ldb = NR, a constant, and into the strided ones; bias
+ * (MR values) and e only where e.apply. */
 static inline __attribute__((always_inline)) void
 tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
-     size_t ldc, float alpha, float beta)
+     size_t ldc, float alpha, float beta, const float *bias, row_epilogue e)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
            c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
@@ -87,23 +119,52 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 
     __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     int read_c = beta != 0.0f;
-    store_row(c + 0 * ldc, c00, c01, va, vb, read_c);
-    store_row(c + 1 * ldc, c10, c11, va, vb, read_c);
-    store_row(c + 2 * ldc, c20, c21, va, vb, read_c);
-    store_row(c + 3 * ldc, c30, c31, va, vb, read_c);
-    store_row(c + 4 * ldc, c40, c41, va, vb, read_c);
-    store_row(c + 5 * ldc, c50, c51, va, vb, read_c);
+#define BIAS(i) (bias ? bias[i] : 0.0f)
+    store_row(c + 0 * ldc, c00, c01, va, vb, read_c, BIAS(0), e);
+    store_row(c + 1 * ldc, c10, c11, va, vb, read_c, BIAS(1), e);
+    store_row(c + 2 * ldc, c20, c21, va, vb, read_c, BIAS(2), e);
+    store_row(c + 3 * ldc, c30, c31, va, vb, read_c, BIAS(3), e);
+    store_row(c + 4 * ldc, c40, c41, va, vb, read_c, BIAS(4), e);
+    store_row(c + 5 * ldc, c50, c51, va, vb, read_c, BIAS(5), e);
+#undef BIAS
 }
+
+static const row_epilogue no_epilogue = {0, 0, 0};
 
 void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
                        size_t ldc, float alpha, float beta)
 {
-    tile(kc, a, b, NR, c, ldc, alpha, beta);
+    tile(kc, a, b, NR, c, ldc, alpha, beta, NULL, no_epilogue);
 }
 
 void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
                                size_t ldb, float *c, size_t ldc, float alpha,
                                float beta)
 {
-    tile(kc, a, b, ldb, c, ldc, alpha, beta);
+    tile(kc, a, b, ldb, c, ldc, alpha, beta, NULL, no_epilogue);
+}
+
+void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
+                                        const float *b, size_t ldb, float *c,
+                                        size_t ldc, float beta,
+                                        const float *bias, int activation)
+{
+    /* One inlined tile per case, so the loop's registers and the
+     * epilogue's are laid out at compile time. */
+    static const row_epilogue bias_only = {1, 0, 0}, relu = {1, 1, 0},
+                              relu6 = {1, 1, 1};
+    switch (activation) {
+    case LOCUS_ACTIVATION_RELU:
+        tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu);
+        break;
+    case LOCUS_ACTIVATION_RELU6:
+        tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu6);
+        break;
+    default:
+        if (bias)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, bias_only);
+        else
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, NULL, no_epilogue);
+        break;
+    }
 }
