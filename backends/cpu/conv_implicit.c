@@ -416,7 +416,10 @@ static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
         for (size_t i = 0; i < rows; i++)
             for (size_t j = 0; j < cols; j++)
                 tile[i * nr + j] = c[i * ldc + j];
-    isa->sgemm_strided(kc, a, b, ldb, tile, nr, 1.0f, beta);
+    if (isa->sgemm_narrow && cols <= isa->narrow_nr)
+        isa->sgemm_narrow(kc, a, b, ldb, tile, nr, 1.0f, beta);
+    else
+        isa->sgemm_strided(kc, a, b, ldb, tile, nr, 1.0f, beta);
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++)
             c[i * ldc + j] = tile[i * nr + j];

@@ -22,7 +22,10 @@ static void edge_tile(const locus__cpu_isa *isa, size_t rows, size_t cols,
         for (size_t i = 0; i < rows; i++)
             for (size_t j = 0; j < cols; j++)
                 tile[i * nr + j] = c[i * ldc + j];
-    isa->sgemm(kc, ap, bp, tile, nr, alpha, beta);
+    if (isa->sgemm_narrow && cols <= isa->narrow_nr)
+        isa->sgemm_narrow(kc, ap, bp, nr, tile, nr, alpha, beta);
+    else
+        isa->sgemm(kc, ap, bp, tile, nr, alpha, beta);
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++)
             c[i * ldc + j] = tile[i * nr + j];

@@ -81,6 +81,8 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->sgemm = locus__sgemm_avx2;
         isa->sgemm_strided = locus__sgemm_avx2_strided;
         isa->sgemm_strided_epilogue = locus__sgemm_avx2_strided_epilogue;
+        isa->sgemm_narrow = locus__sgemm_avx2_narrow;
+        isa->narrow_nr = LOCUS__AVX2_NARROW_NR;
         isa->reduce_name = "avx2";
         isa->sum_name = "avx2-block512-f64";
         isa->sum = locus__sum_avx2;
@@ -101,6 +103,8 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->sgemm_strided = locus__sgemm_avx512_strided;
         isa->sgemm_strided_rows = locus__sgemm_avx512_strided_rows;
         isa->sgemm_strided_epilogue = NULL; /* not written yet */
+        isa->sgemm_narrow = NULL;
+        isa->narrow_nr = 0;
         isa->reduce_name = "avx512";
         isa->sum_name = "avx512-block1024-f64";
         isa->sum = locus__sum_avx512;

@@ -83,6 +83,11 @@ typedef struct locus__cpu_isa {
     locus__sgemm_strided_kernel sgemm_strided;
     /* NULL where partial row panels go through a whole tile. */
     locus__sgemm_strided_rows_kernel sgemm_strided_rows;
+    /* The strided kernel for the tile's first narrow_nr (< nr) columns
+     * only, the same bits per element: a last micro-panel of that few
+     * columns (a 7x7 image is 3 of 16 and 1). NULL: none. */
+    locus__sgemm_strided_kernel sgemm_narrow;
+    size_t narrow_nr;
     /* NULL where the epilogue is a pass of its own over the tile. */
     locus__sgemm_strided_epilogue_kernel sgemm_strided_epilogue;
     /* reduce */

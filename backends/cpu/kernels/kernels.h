@@ -33,6 +33,11 @@ void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
                                         const float *b, size_t ldb, float *c,
                                         size_t ldc, float beta,
                                         const float *bias, int activation);
+/* The tile's first 8 columns only (isa.h, sgemm_narrow). */
+#define LOCUS__AVX2_NARROW_NR 8
+void locus__sgemm_avx2_narrow(size_t kc, const float *a, const float *b,
+                              size_t ldb, float *c, size_t ldc, float alpha,
+                              float beta);
 double locus__sum_avx2(const float *x, size_t n);
 void locus__pad_rows_avx2(float *dst, size_t dst_stride, const float *src,
                           size_t src_stride, size_t rows, size_t pad,

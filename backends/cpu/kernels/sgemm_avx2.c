@@ -168,3 +168,58 @@ void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
         break;
     }
 }
+
+/* One step of the narrow tile: 6 rows by 8 columns. */
+#define NARROW_STEP(p)                                                         \
+    do {                                                                       \
+        __m256 b0 = _mm256_loadu_ps(b + (p)*ldb);                              \
+        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (p)*MR + 0), b0, c0);     \
+        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (p)*MR + 1), b0, c1);     \
+        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (p)*MR + 2), b0, c2);     \
+        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (p)*MR + 3), b0, c3);     \
+        c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (p)*MR + 4), b0, c4);     \
+        c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (p)*MR + 5), b0, c5);     \
+    } while (0)
+
+static inline void store_narrow_row(float *c, __m256 acc, __m256 alpha,
+                                    __m256 beta, int read_c)
+{
+    __m256 r = _mm256_mul_ps(alpha, acc);
+    if (read_c)
+        r = _mm256_fmadd_ps(beta, _mm256_loadu_ps(c), r);
+    _mm256_storeu_ps(c, r);
+}
+
+/* The first LOCUS__AVX2_NARROW_NR columns of the tile only, for a last
+ * micro-panel that has no more: half the arithmetic of a whole tile, with
+ * the same products summed in the same order, so each element gets the
+ * same bits as from the whole tile. */
+void locus__sgemm_avx2_narrow(size_t kc, const float *a, const float *b,
+                              size_t ldb, float *c, size_t ldc, float alpha,
+                              float beta)
+{
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0,
+           c5 = c0;
+    size_t p = 0;
+    for (; p + 4 <= kc; p += 4) {
+        NARROW_STEP(0);
+        NARROW_STEP(1);
+        NARROW_STEP(2);
+        NARROW_STEP(3);
+        a += 4 * MR;
+        b += 4 * ldb;
+    }
+    for (; p < kc; p++) {
+        NARROW_STEP(0);
+        a += MR;
+        b += ldb;
+    }
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    int read_c = beta != 0.0f;
+    store_narrow_row(c + 0 * ldc, c0, va, vb, read_c);
+    store_narrow_row(c + 1 * ldc, c1, va, vb, read_c);
+    store_narrow_row(c + 2 * ldc, c2, va, vb, read_c);
+    store_narrow_row(c + 3 * ldc, c3, va, vb, read_c);
+    store_narrow_row(c + 4 * ldc, c4, va, vb, read_c);
+    store_narrow_row(c + 5 * ldc, c5, va, vb, read_c);
+}
