@@ -527,7 +527,7 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                         const float *a = block + i * mr * kcb;
                         float *c = out + i * mr * pq + j0 + g * nr;
                         size_t rows = min_size(mr, k - i * mr);
-                        if (last && rows == mr && (in_place || cols == nr) &&
+                        if (last && (in_place || cols == nr) &&
                             isa->sgemm_strided_epilogue) {
                             /* The bias and activation in registers: a
                              * pass of its own over the tile just stored
@@ -537,7 +537,7 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                             isa->sgemm_strided_epilogue(
                                 kcb, a, b, in_place ? pq : nr, c, pq, beta,
                                 bias ? bias + i * mr : NULL,
-                                (int)pr->epilogue.activation);
+                                (int)pr->epilogue.activation, rows);
                             continue;
                         }
                         if (in_place && rows == mr)

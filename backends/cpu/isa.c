@@ -80,6 +80,7 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->nr = LOCUS__AVX2_NR;
         isa->sgemm = locus__sgemm_avx2;
         isa->sgemm_strided = locus__sgemm_avx2_strided;
+        isa->sgemm_strided_rows = locus__sgemm_avx2_strided_rows;
         isa->sgemm_strided_epilogue = locus__sgemm_avx2_strided_epilogue;
         isa->sgemm_narrow = locus__sgemm_avx2_narrow;
         isa->narrow_nr = LOCUS__AVX2_NARROW_NR;

@@ -30,14 +30,15 @@ typedef void (*locus__sgemm_strided_rows_kernel)(size_t kc, const float *a,
                                                  float *c, size_t ldc,
                                                  float alpha, float beta,
                                                  size_t rows);
-/* The strided kernel with alpha 1, then a conv layer's bias and
- * activation applied to the tile in registers before it is stored:
- * c = act(acc + beta * c + bias[i]), bit for bit what the kernel and
- * then conv_epilogue.h's separate pass give. bias: the tile's first
- * row's value (mr of them), or NULL; activation: a locus_activation. */
+/* The strided kernel with alpha 1 for the first `rows` (1 <= rows <= mr)
+ * rows of C, then a conv layer's bias and activation applied to the tile
+ * in registers before it is stored: c = act(acc + beta * c + bias[i]),
+ * bit for bit what the kernel and then conv_epilogue.h's separate pass
+ * give. bias: the tile's first row's value (rows of them), or NULL;
+ * activation: a locus_activation. */
 typedef void (*locus__sgemm_strided_epilogue_kernel)(
     size_t kc, const float *a, const float *b, size_t ldb, float *c,
-    size_t ldc, float beta, const float *bias, int activation);
+    size_t ldc, float beta, const float *bias, int activation, size_t rows);
 
 /* Sum of x[0..n) accumulated in double; n >= 1. */
 typedef double (*locus__sum_kernel)(const float *x, size_t n);

@@ -29,10 +29,14 @@ void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
 void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
                                size_t ldb, float *c, size_t ldc, float alpha,
                                float beta);
+void locus__sgemm_avx2_strided_rows(size_t kc, const float *a, const float *b,
+                                    size_t ldb, float *c, size_t ldc,
+                                    float alpha, float beta, size_t rows);
 void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
                                         const float *b, size_t ldb, float *c,
                                         size_t ldc, float beta,
-                                        const float *bias, int activation);
+                                        const float *bias, int activation,
+                                        size_t rows);
 /* The tile's first 8 columns only (isa.h, sgemm_narrow). */
 #define LOCUS__AVX2_NARROW_NR 8
 void locus__sgemm_avx2_narrow(size_t kc, const float *a, const float *b,

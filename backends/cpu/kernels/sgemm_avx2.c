@@ -12,29 +12,28 @@
 #define MR LOCUS__AVX2_MR
 #define NR LOCUS__AVX2_NR
 
+/* Row i of one step p: rank-1 update by a[p][i] and row p of B, if the
+ * tile computes that row (R, a constant once inlined). */
+#define ROW(p, i)                                                              \
+    do {                                                                       \
+        if ((i) < R) {                                                         \
+            __m256 ai = _mm256_broadcast_ss(a + (p)*MR + (i));                 \
+            c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                        \
+            c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);                        \
+        }                                                                      \
+    } while (0)
+
 /* One step p: rank-1 update of the tile by column p of A and row p of B. */
 #define STEP(p)                                                                \
     do {                                                                       \
         __m256 b0 = _mm256_loadu_ps(b + (p)*ldb);                              \
         __m256 b1 = _mm256_loadu_ps(b + (p)*ldb + 8);                          \
-        __m256 ai = _mm256_broadcast_ss(a + (p)*MR + 0);                       \
-        c00 = _mm256_fmadd_ps(ai, b0, c00);                                    \
-        c01 = _mm256_fmadd_ps(ai, b1, c01);                                    \
-        ai = _mm256_broadcast_ss(a + (p)*MR + 1);                              \
-        c10 = _mm256_fmadd_ps(ai, b0, c10);                                    \
-        c11 = _mm256_fmadd_ps(ai, b1, c11);                                    \
-        ai = _mm256_broadcast_ss(a + (p)*MR + 2);                              \
-        c20 = _mm256_fmadd_ps(ai, b0, c20);                                    \
-        c21 = _mm256_fmadd_ps(ai, b1, c21);                                    \
-        ai = _mm256_broadcast_ss(a + (p)*MR + 3);                              \
-        c30 = _mm256_fmadd_ps(ai, b0, c30);                                    \
-        c31 = _mm256_fmadd_ps(ai, b1, c31);                                    \
-        ai = _mm256_broadcast_ss(a + (p)*MR + 4);                              \
-        c40 = _mm256_fmadd_ps(ai, b0, c40);                                    \
-        c41 = _mm256_fmadd_ps(ai, b1, c41);                                    \
-        ai = _mm256_broadcast_ss(a + (p)*MR + 5);                              \
-        c50 = _mm256_fmadd_ps(ai, b0, c50);                                    \
-        c51 = _mm256_fmadd_ps(ai, b1, c51);                                    \
+        ROW(p, 0);                                                             \
+        ROW(p, 1);                                                             \
+        ROW(p, 2);                                                             \
+        ROW(p, 3);                                                             \
+        ROW(p, 4);                                                             \
+        ROW(p, 5);                                                             \
     } while (0)
 
 /* A conv layer's epilogue on one row of the tile in registers: the
@@ -82,18 +81,21 @@ static inline void store_row(float *c, __m256 acc0, __m256 acc1, __m256 alpha,
 }
 
 /* The tile with B's rows ldb floats apart: inlined into the packed
- * kernel with ldb = NR, a constant, and into the strided ones; bias
- * (MR values) and e only where e.apply. */
+ * kernel with ldb = NR, a constant, and into the strided ones; its first
+ * R rows computed (2, 4 or MR: a partial row panel costs its rows, not a
+ * whole tile's), the first `rows` (<= R) stored; bias (rows values) and
+ * e only where e.apply. */
 static inline __attribute__((always_inline)) void
 tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
-     size_t ldc, float alpha, float beta, const float *bias, row_epilogue e)
+     size_t ldc, float alpha, float beta, const float *bias, row_epilogue e,
+     const int R, size_t rows)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
            c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
            c50 = c00, c51 = c00;
 
     /* The tile of C is needed once the loop ends: start bringing it in. */
-    for (int i = 0; i < MR; i++) {
+    for (size_t i = 0; i < rows; i++) {
         _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + (size_t)i * ldc + NR - 1), _MM_HINT_T0);
     }
@@ -120,12 +122,18 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
     __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     int read_c = beta != 0.0f;
 #define BIAS(i) (bias ? bias[i] : 0.0f)
-    store_row(c + 0 * ldc, c00, c01, va, vb, read_c, BIAS(0), e);
-    store_row(c + 1 * ldc, c10, c11, va, vb, read_c, BIAS(1), e);
-    store_row(c + 2 * ldc, c20, c21, va, vb, read_c, BIAS(2), e);
-    store_row(c + 3 * ldc, c30, c31, va, vb, read_c, BIAS(3), e);
-    store_row(c + 4 * ldc, c40, c41, va, vb, read_c, BIAS(4), e);
-    store_row(c + 5 * ldc, c50, c51, va, vb, read_c, BIAS(5), e);
+    if (rows > 0)
+        store_row(c + 0 * ldc, c00, c01, va, vb, read_c, BIAS(0), e);
+    if (rows > 1)
+        store_row(c + 1 * ldc, c10, c11, va, vb, read_c, BIAS(1), e);
+    if (rows > 2)
+        store_row(c + 2 * ldc, c20, c21, va, vb, read_c, BIAS(2), e);
+    if (rows > 3)
+        store_row(c + 3 * ldc, c30, c31, va, vb, read_c, BIAS(3), e);
+    if (rows > 4)
+        store_row(c + 4 * ldc, c40, c41, va, vb, read_c, BIAS(4), e);
+    if (rows > 5)
+        store_row(c + 5 * ldc, c50, c51, va, vb, read_c, BIAS(5), e);
 #undef BIAS
 }
 
@@ -134,38 +142,61 @@ static const row_epilogue no_epilogue = {0, 0, 0};
 void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
                        size_t ldc, float alpha, float beta)
 {
-    tile(kc, a, b, NR, c, ldc, alpha, beta, NULL, no_epilogue);
+    tile(kc, a, b, NR, c, ldc, alpha, beta, NULL, no_epilogue, MR, MR);
 }
 
 void locus__sgemm_avx2_strided(size_t kc, const float *a, const float *b,
                                size_t ldb, float *c, size_t ldc, float alpha,
                                float beta)
 {
-    tile(kc, a, b, ldb, c, ldc, alpha, beta, NULL, no_epilogue);
+    tile(kc, a, b, ldb, c, ldc, alpha, beta, NULL, no_epilogue, MR, MR);
+}
+
+/* Tiles of 2, 4 or MR rows: the rows of a partial row panel. */
+#define TILE_ROWS(kc, a, b, ldb, c, ldc, alpha, beta, bias, e, rows)           \
+    do {                                                                       \
+        if ((rows) <= 2)                                                       \
+            tile(kc, a, b, ldb, c, ldc, alpha, beta, bias, e, 2, rows);        \
+        else if ((rows) <= 4)                                                  \
+            tile(kc, a, b, ldb, c, ldc, alpha, beta, bias, e, 4, rows);        \
+        else                                                                   \
+            tile(kc, a, b, ldb, c, ldc, alpha, beta, bias, e, MR, rows);       \
+    } while (0)
+
+void locus__sgemm_avx2_strided_rows(size_t kc, const float *a, const float *b,
+                                    size_t ldb, float *c, size_t ldc,
+                                    float alpha, float beta, size_t rows)
+{
+    TILE_ROWS(kc, a, b, ldb, c, ldc, alpha, beta, NULL, no_epilogue, rows);
 }
 
 void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
                                         const float *b, size_t ldb, float *c,
                                         size_t ldc, float beta,
-                                        const float *bias, int activation)
+                                        const float *bias, int activation,
+                                        size_t rows)
 {
     /* One inlined tile per case, so the loop's registers and the
      * epilogue's are laid out at compile time. */
     static const row_epilogue bias_only = {1, 0, 0}, relu = {1, 1, 0},
                               relu6 = {1, 1, 1};
-    switch (activation) {
-    case LOCUS_ACTIVATION_RELU:
-        tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu);
-        break;
-    case LOCUS_ACTIVATION_RELU6:
-        tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu6);
-        break;
-    default:
-        if (bias)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, bias_only);
+    row_epilogue e = activation == LOCUS_ACTIVATION_RELU    ? relu
+                     : activation == LOCUS_ACTIVATION_RELU6 ? relu6
+                     : bias                                 ? bias_only
+                                                            : no_epilogue;
+    if (rows == MR) {
+        if (e.clamp_six)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu6, MR, MR);
+        else if (e.clamp_low)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu, MR, MR);
+        else if (e.apply)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, bias_only, MR, MR);
         else
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, NULL, no_epilogue);
-        break;
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, NULL, no_epilogue, MR, MR);
+    } else {
+        /* A partial row panel, one per layer's column: the epilogue's
+         * flags tested at run time there. */
+        TILE_ROWS(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, e, rows);
     }
 }
 
