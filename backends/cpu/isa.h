@@ -37,8 +37,8 @@ typedef void (*locus__sgemm_strided_rows_kernel)(size_t kc, const float *a,
  * give. bias: the tile's first row's value (rows of them), or NULL;
  * activation: a locus_activation. */
 typedef void (*locus__sgemm_strided_epilogue_kernel)(
-    size_t kc, const float *a, const float *b, size_t ldb, float *c,
-    size_t ldc, float beta, const float *bias, int activation, size_t rows);
+    size_t kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc,
+    float beta, const float *bias, int activation, size_t rows);
 
 /* Sum of x[0..n) accumulated in double; n >= 1. */
 typedef double (*locus__sum_kernel)(const float *x, size_t n);
