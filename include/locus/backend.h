@@ -320,7 +320,9 @@ typedef struct locus_backend {
      * finishes before it returns. gemm never sees m or n 0, nor alpha or
      * k 0 with beta 1 (the runtime returns at once); for alpha or k 0 it
      * gets a and b NULL and must set C = beta C without reading C where
-     * beta is 0 (C = 0, NaN or not), the BLAS rules of locus.h. */
+     * beta is 0 (C = 0, NaN or not), the BLAS rules of locus.h. alpha is
+     * 0 as the op computes with it: an f32 or half op's alpha that rounds
+     * to 0 in f32 (1e-300) is 0, so test a == NULL, not desc->alpha. */
     locus_status (*reduce)(void *state, size_t device,
                            const locus_reduce_desc *desc, const void *x,
                            double *result, locus_op_context *op);

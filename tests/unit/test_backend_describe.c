@@ -342,6 +342,46 @@ static void test_no_offers_entry_means_f32(void)
     locus_context_destroy(context);
 }
 
+/* An f32 gemm's alpha that rounds to 0 in f32 is alpha 0 (BLAS's sgemm
+ * sees 0): the module gets A and B NULL and must scale C only. The fake
+ * module once tested the double alpha instead and read through NULL
+ * (libFuzzer's fuzz_ops found it, a run of the scheduler sending such a
+ * gemm there); backend.h now tells modules to test a == NULL. */
+static void test_alpha_rounding_to_zero_only_scales(void)
+{
+    locus_context *context = NULL;
+    if (TEST_OK(make_context_at(fake_path, "cuda", NULL, NULL, &context)) !=
+        LOCUS_SUCCESS)
+        return;
+    locus_device *fake = NULL;
+    if (TEST_OK(locus_device_find(context, "cuda:0", &fake)) == LOCUS_SUCCESS) {
+        float values[12];
+        for (int i = 0; i < 12; i++)
+            values[i] = (float)(i + 1);
+        locus_buffer *a = test_upload_floats(context, values, 12);
+        locus_buffer *b = test_upload_floats(context, values, 12);
+        locus_buffer *cb = test_upload_floats(context, values, 6);
+        locus_gemm_desc desc;
+        locus_gemm_desc_init(&desc);
+        desc.m = 2, desc.n = 3, desc.k = 4;
+        desc.alpha = 1e-300; /* 0 in f32 */
+        desc.beta = 0.5;
+        float c[6] = {0};
+        if (a && b && cb &&
+            TEST_OK(locus_gemm(context, fake, &desc, a, b, cb, NULL)) ==
+                LOCUS_SUCCESS &&
+            TEST_OK(locus_buffer_read(cb, 0, c, sizeof c)) == LOCUS_SUCCESS)
+            for (int i = 0; i < 6; i++)
+                TEST_EXPECT(c[i] == 0.5f * values[i],
+                            "C[%d] = %g, expected beta C = %g", i, c[i],
+                            0.5f * values[i]);
+        locus_buffer_destroy(a);
+        locus_buffer_destroy(b);
+        locus_buffer_destroy(cb);
+    }
+    locus_context_destroy(context);
+}
+
 static void test_old_abi_refused(void)
 {
     locus_context *context = NULL;
@@ -376,5 +416,6 @@ int main(int argc, char **argv)
     test_offers_query();
     test_old_abi_refused();
     test_no_offers_entry_means_f32();
+    test_alpha_rounding_to_zero_only_scales();
     return test_exit_code();
 }

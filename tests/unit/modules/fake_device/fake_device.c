@@ -185,8 +185,10 @@ static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
     for (size_t i = 0; i < d->m; i++)
         for (size_t j = 0; j < d->n; j++) {
             double sum = 0;
-            /* alpha or k 0: A and B come NULL (backend.h). */
-            for (size_t p = 0; d->alpha != 0 && p < d->k; p++) {
+            /* alpha or k 0: A and B come NULL (backend.h); an alpha
+             * that rounds to 0 in f32 is 0 there too, so A is what
+             * says it, not d->alpha. */
+            for (size_t p = 0; A && p < d->k; p++) {
                 double x = d->trans_a ? A[p * d->lda + i] : A[i * d->lda + p];
                 double y = d->trans_b ? B[j * d->ldb + p] : B[p * d->ldb + j];
                 sum += x * y;

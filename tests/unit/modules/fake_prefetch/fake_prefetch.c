@@ -309,7 +309,8 @@ static locus_status gemm(void *state, size_t device, const locus_gemm_desc *d,
     for (size_t i = 0; i < d->m; i++)
         for (size_t j = 0; j < d->n; j++) {
             double sum = 0;
-            for (size_t p = 0; d->alpha != 0 && p < d->k; p++)
+            /* A NULL: alpha (as f32) or k 0 (backend.h). */
+            for (size_t p = 0; A && p < d->k; p++)
                 sum += (double)A[i * d->lda + p] * B[p * d->ldb + j];
             double old = d->beta == 0 ? 0 : d->beta * C[i * d->ldc + j];
             C[i * d->ldc + j] = (float)(d->alpha * sum + old);
