@@ -5,6 +5,9 @@
  * one synchronization: the per-layer figures `locus bench conv --net`
  * puts beside cuDNN are the ones to quote), in GFLOP/s and, for the
  * depthwise layers, GB/s of the input, filter and output moved once.
+ * `conv_layer_bench dw BATCH...` times MobileNetV2's ten depthwise shapes
+ * (auto) at those batches instead: at large batches a layer is hundreds
+ * of megabytes, so its GB/s is the kernel's, not the launch's.
  * Not a test: it prints, it checks nothing but the status. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -43,6 +46,18 @@ static const shape shapes[] = {
      LOCUS_ACTIVATION_RELU, LOCUS_LAYOUT_NHWC},
     {"resnext 3x3 128 g32 56x56", 128, 56, 56, 128, 3, 3, 32, 1, 1, 1,
      LOCUS_ACTIVATION_RELU, LOCUS_LAYOUT_NCHW},
+};
+
+/* MobileNetV2's depthwise layers (224 x 224 input): 3x3, multiplier 1,
+ * bias and ReLU6 as the network folds them. */
+#define MBV2_DW(c, h, stride)                                                  \
+    {"mbv2 dw " #c "x" #h "x" #h " s" #stride, c, h, h, c, 3, 3, c, stride, 1, \
+     1, LOCUS_ACTIVATION_RELU6, LOCUS_LAYOUT_NCHW}
+static const shape depthwise_shapes[] = {
+    MBV2_DW(32, 112, 1),  MBV2_DW(96, 112, 2), MBV2_DW(144, 56, 1),
+    MBV2_DW(144, 56, 2),  MBV2_DW(192, 28, 1), MBV2_DW(192, 28, 2),
+    MBV2_DW(384, 14, 1),  MBV2_DW(576, 14, 1), MBV2_DW(576, 14, 2),
+    MBV2_DW(960, 7, 1),
 };
 
 static double now(void)
@@ -122,7 +137,7 @@ static void bench(locus_context *ctx, locus_device *dev, const shape *s,
     locus_buffer_destroy(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     locus_context_options options;
     locus_context_options_init(&options);
@@ -135,6 +150,15 @@ int main(void)
         fprintf(stderr, "no cuda:0: %s\n", locus_last_error());
         locus_context_destroy(ctx);
         return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "dw") == 0) {
+        for (int a = 2; a < argc; a++)
+            for (size_t i = 0;
+                 i < sizeof depthwise_shapes / sizeof depthwise_shapes[0]; i++)
+                bench(ctx, dev, &depthwise_shapes[i],
+                      strtoul(argv[a], NULL, 10), LOCUS_CONV_AUTO);
+        locus_context_destroy(ctx);
+        return 0;
     }
     static const size_t batches[] = {1, 32};
     for (size_t b = 0; b < 2; b++)
