@@ -103,9 +103,9 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->sgemm = locus__sgemm_avx512;
         isa->sgemm_strided = locus__sgemm_avx512_strided;
         isa->sgemm_strided_rows = locus__sgemm_avx512_strided_rows;
-        isa->sgemm_strided_epilogue = NULL; /* not written yet */
-        isa->sgemm_narrow = NULL;
-        isa->narrow_nr = 0;
+        isa->sgemm_strided_epilogue = locus__sgemm_avx512_strided_epilogue;
+        isa->sgemm_narrow = locus__sgemm_avx512_narrow;
+        isa->narrow_nr = LOCUS__AVX512_NARROW_NR;
         isa->reduce_name = "avx512";
         isa->sum_name = "avx512-block1024-f64";
         isa->sum = locus__sum_avx512;

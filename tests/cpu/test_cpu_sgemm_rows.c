@@ -1,8 +1,11 @@
 /* The partial-row-panel micro-kernel (isa.h: locus__sgemm_strided_rows_
- * kernel) of every kernel table that has one and this CPU runs, alone.
- * The implicit GEMM calls it for a filter count's last row panel
- * (conv_implicit.c), so it must compute exactly the first `rows` rows of
- * the whole tile and write nothing else.
+ * kernel) and the narrow one (isa.h: sgemm_narrow) of every kernel table
+ * that has them and this CPU runs, alone. The implicit GEMM calls the
+ * first for a filter count's last row panel (conv_implicit.c), so it must
+ * compute exactly the first `rows` rows of the whole tile and write
+ * nothing else; the GEMMs call the second for a last micro-panel of at
+ * most narrow_nr columns (gemm_macro.c, conv_implicit.c), so it must
+ * compute exactly the first narrow_nr columns of all mr rows.
  *
  * Each case: rows 1 to mr - 1 (every one of them, so the 4-, 8- and
  * 12-row tiles of AVX-512 are all reached), depth 1 to 70 (odd ones, and
@@ -30,10 +33,14 @@ static float random_float(void)
     return (float)test_rng_uniform(-1.0, 1.0);
 }
 
+/* rows < mr: the partial-row kernel on that many rows; rows == mr: the
+ * narrow kernel. */
 static void run_case(const char *isa_name, const locus__cpu_isa *isa,
                      size_t rows)
 {
     size_t mr = isa->mr, nr = isa->nr;
+    int narrow = rows == mr;
+    size_t cols = narrow ? isa->narrow_nr : nr;
     size_t kc = test_rng_range(1, 70);
     size_t ldb = test_rng_range(0, 1) ? nr : test_rng_range(nr, 300);
     size_t ldc = test_rng_range(0, 1) ? nr : test_rng_range(nr, 100);
@@ -60,16 +67,20 @@ static void run_case(const char *isa_name, const locus__cpu_isa *isa,
             whole[i * nr + j] = i < rows ? c[i * ldc + j] : 0.0f;
     isa->sgemm_strided(kc, a, b, ldb, whole, nr, alpha, beta);
 
-    isa->sgemm_strided_rows(kc, a, b, ldb, c, ldc, alpha, beta, rows);
+    if (narrow)
+        isa->sgemm_narrow(kc, a, b, ldb, c, ldc, alpha, beta);
+    else
+        isa->sgemm_strided_rows(kc, a, b, ldb, c, ldc, alpha, beta, rows);
 
     char what[160];
     snprintf(what, sizeof what,
-             "%s rows %zu kc %zu ldb %zu ldc %zu alpha %g beta %g", isa_name,
-             rows, kc, ldb, ldc, (double)alpha, (double)beta);
+             "%s %s rows %zu cols %zu kc %zu ldb %zu ldc %zu alpha %g beta %g",
+             isa_name, narrow ? "narrow" : "rows", rows, cols, kc, ldb, ldc,
+             (double)alpha, (double)beta);
     size_t bad = 0;
     for (size_t at = 0; at < c_floats; at++) {
         size_t i = at / ldc, j = at % ldc;
-        if (i < rows && j < nr) {
+        if (i < rows && j < cols) {
             double sum = 0.0, terms = 0.0;
             for (size_t p = 0; p < kc; p++) {
                 double t = (double)a[p * mr + i] * (double)b[p * ldb + j];
@@ -91,8 +102,8 @@ static void run_case(const char *isa_name, const locus__cpu_isa *isa,
         }
     }
     TEST_EXPECT(bad == 0,
-                "%s: %zu floats wrong (outside the rows: changed; inside: off "
-                "the float64 sum or not the whole tile's bits)",
+                "%s: %zu floats wrong (outside the rows and columns: changed; "
+                "inside: off the float64 sum or not the whole tile's bits)",
                 what, bad);
 done:
     free(a);
@@ -105,7 +116,7 @@ done:
 int main(int argc, char **argv)
 {
     test_seed(argc, argv);
-    int tested = 0;
+    int tested = 0, narrow_tested = 0;
     for (size_t t = 0; t < TEST_CPU_ISA_COUNT; t++) {
         const char *name = test_cpu_isas[t];
         locus__cpu_isa isa;
@@ -121,12 +132,20 @@ int main(int argc, char **argv)
         fflush(stdout);
         for (int i = 0; i < CASES; i++)
             run_case(name, &isa, 1 + (size_t)i % (isa.mr - 1));
+        if (isa.sgemm_narrow) {
+            for (int i = 0; i < CASES / 4; i++)
+                run_case(name, &isa, isa.mr);
+            narrow_tested++;
+        } else {
+            printf("%s: no narrow kernel\n", name);
+        }
         tested++;
     }
     if (!test_cpu_has_avx512f())
         printf("note: no AVX-512 here, so no table with the kernel ran\n");
     else
-        TEST_EXPECT(tested > 0, "the avx512 table has no partial-row kernel");
+        TEST_EXPECT(tested > 0 && narrow_tested > 0,
+                    "the avx512 table lacks the partial-row or narrow kernel");
     printf("%s: %d failure(s)\n", argv[0], test_failures());
     return test_exit_code();
 }

@@ -69,6 +69,16 @@ void locus__sgemm_avx512_strided(size_t kc, const float *a, const float *b,
 void locus__sgemm_avx512_strided_rows(size_t kc, const float *a, const float *b,
                                       size_t ldb, float *c, size_t ldc,
                                       float alpha, float beta, size_t rows);
+void locus__sgemm_avx512_strided_epilogue(size_t kc, const float *a,
+                                          const float *b, size_t ldb, float *c,
+                                          size_t ldc, float beta,
+                                          const float *bias, int activation,
+                                          size_t rows);
+/* The tile's first 16 columns only (isa.h, sgemm_narrow). */
+#define LOCUS__AVX512_NARROW_NR 16
+void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
+                                size_t ldb, float *c, size_t ldc, float alpha,
+                                float beta);
 double locus__sum_avx512(const float *x, size_t n);
 void locus__pad_rows_avx512(float *dst, size_t dst_stride, const float *src,
                             size_t src_stride, size_t rows, size_t pad,

@@ -11,6 +11,8 @@
  * (docs/PERFORMANCE.md, "Moved from code comments"). */
 #include <immintrin.h>
 
+#include <locus/locus.h>
+
 #include "kernels.h"
 
 #define MR LOCUS__AVX512_MR
@@ -70,12 +72,44 @@
         b += ldb;                                                              \
     } while (0)
 
+/* A conv layer's epilogue on one row of the tile in registers: the same
+ * operations, in the same order, as the separate pass (conv_epilogue.h:
+ * act(x + bias), bias 0 where there is none, nothing at all where there
+ * is neither), so fused or not the bits agree: where x < 0 (false for
+ * NaN) the blend gives +0, as the pass's and-not of its compare does. */
+typedef struct row_epilogue {
+    int apply;     /* a bias or an activation */
+    int clamp_low; /* relu and relu6 */
+    int clamp_six; /* relu6 */
+} row_epilogue;
+
+static const row_epilogue no_epilogue = {0, 0, 0};
+
+static inline __m512 finish(__m512 x, __m512 bias, row_epilogue e)
+{
+    if (!e.apply)
+        return x;
+    x = _mm512_add_ps(x, bias);
+    if (e.clamp_low)
+        x = _mm512_mask_blend_ps(
+            _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), x,
+            _mm512_setzero_ps());
+    if (e.clamp_six) {
+        __m512 six = _mm512_set1_ps(6.0f);
+        x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, six, _CMP_GT_OQ), x,
+                                 six);
+    }
+    return x;
+}
+
 /* beta == 0 stores alpha * acc without reading C; otherwise one rounding
- * of alpha * acc, then one of the FMA with beta * C. alpha 1 (`scale` 0)
- * multiplies nothing: 1 * x is x, and the 24 products are a measurable
- * part of a short tile. */
+ * of alpha * acc, then one of the FMA with beta * C; then the epilogue
+ * (bias: this row's value, unused where e.apply is 0). alpha 1 (`scale`
+ * 0) multiplies nothing: 1 * x is x, and the 24 products are a
+ * measurable part of a short tile. */
 static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
-                             __m512 beta, int scale, int read_c)
+                             __m512 beta, int scale, int read_c, float bias,
+                             row_epilogue e)
 {
     __m512 r0 = acc0, r1 = acc1;
     if (scale) {
@@ -86,8 +120,9 @@ static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
         r0 = _mm512_fmadd_ps(beta, _mm512_loadu_ps(c), r0);
         r1 = _mm512_fmadd_ps(beta, _mm512_loadu_ps(c + 16), r1);
     }
-    _mm512_storeu_ps(c, r0);
-    _mm512_storeu_ps(c + 16, r1);
+    __m512 vbias = _mm512_set1_ps(bias);
+    _mm512_storeu_ps(c, finish(r0, vbias, e));
+    _mm512_storeu_ps(c + 16, finish(r1, vbias, e));
 }
 
 /* The tile with B's rows ldb floats apart: inlined into the packed
@@ -97,11 +132,13 @@ static inline void store_row(float *c, __m512 acc0, __m512 acc1, __m512 alpha,
  * its rows a plane apart: the hardware prefetchers follow a few dozen
  * such streams, not the 64-256 of a micro-panel, and without this a 1x1
  * layer read in place runs markedly slower (docs/PERFORMANCE.md). The
- * packed kernel asks L1 for its own B B_PREFETCH_STEPS ahead. */
+ * packed kernel asks L1 for its own B B_PREFETCH_STEPS ahead. Its first R
+ * rows are computed (4, 8 or MR), the first `rows` (<= R) stored; bias
+ * (rows values) and e only where e.apply. */
 static inline __attribute__((always_inline)) void
 tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
-     size_t ldc, float alpha, float beta, int prefetch_next, const size_t R,
-     size_t rows)
+     size_t ldc, float alpha, float beta, int prefetch_next, const float *bias,
+     row_epilogue e, const size_t R, size_t rows)
 {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
            c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
@@ -130,56 +167,168 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     int scale = alpha != 1.0f, read_c = beta != 0.0f;
+#define BIAS(i) (bias ? bias[i] : 0.0f)
     if (rows > 0)
-        store_row(c + 0 * ldc, c00, c01, va, vb, scale, read_c);
+        store_row(c + 0 * ldc, c00, c01, va, vb, scale, read_c, BIAS(0),
+                  e);
     if (rows > 1)
-        store_row(c + 1 * ldc, c10, c11, va, vb, scale, read_c);
+        store_row(c + 1 * ldc, c10, c11, va, vb, scale, read_c, BIAS(1),
+                  e);
     if (rows > 2)
-        store_row(c + 2 * ldc, c20, c21, va, vb, scale, read_c);
+        store_row(c + 2 * ldc, c20, c21, va, vb, scale, read_c, BIAS(2),
+                  e);
     if (rows > 3)
-        store_row(c + 3 * ldc, c30, c31, va, vb, scale, read_c);
+        store_row(c + 3 * ldc, c30, c31, va, vb, scale, read_c, BIAS(3),
+                  e);
     if (rows > 4)
-        store_row(c + 4 * ldc, c40, c41, va, vb, scale, read_c);
+        store_row(c + 4 * ldc, c40, c41, va, vb, scale, read_c, BIAS(4),
+                  e);
     if (rows > 5)
-        store_row(c + 5 * ldc, c50, c51, va, vb, scale, read_c);
+        store_row(c + 5 * ldc, c50, c51, va, vb, scale, read_c, BIAS(5),
+                  e);
     if (rows > 6)
-        store_row(c + 6 * ldc, c60, c61, va, vb, scale, read_c);
+        store_row(c + 6 * ldc, c60, c61, va, vb, scale, read_c, BIAS(6),
+                  e);
     if (rows > 7)
-        store_row(c + 7 * ldc, c70, c71, va, vb, scale, read_c);
+        store_row(c + 7 * ldc, c70, c71, va, vb, scale, read_c, BIAS(7),
+                  e);
     if (rows > 8)
-        store_row(c + 8 * ldc, c80, c81, va, vb, scale, read_c);
+        store_row(c + 8 * ldc, c80, c81, va, vb, scale, read_c, BIAS(8),
+                  e);
     if (rows > 9)
-        store_row(c + 9 * ldc, c90, c91, va, vb, scale, read_c);
+        store_row(c + 9 * ldc, c90, c91, va, vb, scale, read_c, BIAS(9),
+                  e);
     if (rows > 10)
-        store_row(c + 10 * ldc, c100, c101, va, vb, scale, read_c);
+        store_row(c + 10 * ldc, c100, c101, va, vb, scale, read_c, BIAS(10),
+                  e);
     if (rows > 11)
-        store_row(c + 11 * ldc, c110, c111, va, vb, scale, read_c);
+        store_row(c + 11 * ldc, c110, c111, va, vb, scale, read_c, BIAS(11),
+                  e);
+#undef BIAS
 }
 
 void locus__sgemm_avx512(size_t kc, const float *a, const float *b, float *c,
                          size_t ldc, float alpha, float beta)
 {
-    tile(kc, a, b, NR, c, ldc, alpha, beta, 0, MR, MR);
+    tile(kc, a, b, NR, c, ldc, alpha, beta, 0, NULL, no_epilogue, MR, MR);
 }
 
 void locus__sgemm_avx512_strided(size_t kc, const float *a, const float *b,
                                  size_t ldb, float *c, size_t ldc, float alpha,
                                  float beta)
 {
-    tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, MR, MR);
+    tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, NULL, no_epilogue, MR, MR);
 }
 
-/* The first `rows` (< MR) rows only, by a tile of 4, 8 or 12 rows: a
- * layer's last filter panel. Through a whole tile into a buffer, 4 rows
- * cost as much as 12, then a copy. */
+/* Tiles of 4, 8 or MR rows: the rows of a partial row panel. Through a
+ * whole tile into a buffer, 4 rows cost as much as 12, then a copy. */
+#define TILE_ROWS(kc, a, b, ldb, c, ldc, alpha, beta, bias, e, rows)           \
+    do {                                                                       \
+        if ((rows) <= 4)                                                       \
+            tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, bias, e, 4, rows);     \
+        else if ((rows) <= 8)                                                  \
+            tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, bias, e, 8, rows);     \
+        else                                                                   \
+            tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, bias, e, MR, rows);    \
+    } while (0)
+
+/* The first `rows` (< MR) rows only: a layer's last filter panel. */
 void locus__sgemm_avx512_strided_rows(size_t kc, const float *a, const float *b,
                                       size_t ldb, float *c, size_t ldc,
                                       float alpha, float beta, size_t rows)
 {
-    if (rows <= 4)
-        tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 4, rows);
-    else if (rows <= 8)
-        tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 8, rows);
-    else
-        tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, MR, rows);
+    TILE_ROWS(kc, a, b, ldb, c, ldc, alpha, beta, NULL, no_epilogue, rows);
+}
+
+void locus__sgemm_avx512_strided_epilogue(size_t kc, const float *a,
+                                          const float *b, size_t ldb, float *c,
+                                          size_t ldc, float beta,
+                                          const float *bias, int activation,
+                                          size_t rows)
+{
+    /* One inlined tile per case, so the loop's registers and the
+     * epilogue's are laid out at compile time. */
+    static const row_epilogue bias_only = {1, 0, 0}, relu = {1, 1, 0},
+                              relu6 = {1, 1, 1};
+    row_epilogue e = activation == LOCUS_ACTIVATION_RELU    ? relu
+                     : activation == LOCUS_ACTIVATION_RELU6 ? relu6
+                     : bias                                 ? bias_only
+                                                            : no_epilogue;
+    if (rows == MR) {
+        if (e.clamp_six)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, relu6, MR, MR);
+        else if (e.clamp_low)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, relu, MR, MR);
+        else if (e.apply)
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, bias_only, MR,
+                 MR);
+        else
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, NULL, no_epilogue, MR,
+                 MR);
+    } else {
+        /* A partial row panel, one per layer's column: the epilogue's
+         * flags tested at run time there. */
+        TILE_ROWS(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, e, rows);
+    }
+}
+
+/* One step of the narrow tile: MR rows by 16 columns. */
+#define NARROW_ROW(p, i)                                                       \
+    c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[(p)*MR + (i)]), b0, c##i)
+#define NARROW_STEP(p)                                                         \
+    do {                                                                       \
+        __m512 b0 = _mm512_loadu_ps(b + (p)*ldb);                              \
+        NARROW_ROW(p, 0);                                                      \
+        NARROW_ROW(p, 1);                                                      \
+        NARROW_ROW(p, 2);                                                      \
+        NARROW_ROW(p, 3);                                                      \
+        NARROW_ROW(p, 4);                                                      \
+        NARROW_ROW(p, 5);                                                      \
+        NARROW_ROW(p, 6);                                                      \
+        NARROW_ROW(p, 7);                                                      \
+        NARROW_ROW(p, 8);                                                      \
+        NARROW_ROW(p, 9);                                                      \
+        NARROW_ROW(p, 10);                                                     \
+        NARROW_ROW(p, 11);                                                     \
+    } while (0)
+
+static inline void store_narrow_row(float *c, __m512 acc, __m512 alpha,
+                                    __m512 beta, int scale, int read_c)
+{
+    __m512 r = scale ? _mm512_mul_ps(alpha, acc) : acc;
+    if (read_c)
+        r = _mm512_fmadd_ps(beta, _mm512_loadu_ps(c), r);
+    _mm512_storeu_ps(c, r);
+}
+
+/* The first LOCUS__AVX512_NARROW_NR columns of the tile only, for a last
+ * micro-panel that has no more (a 14x14 image is 6 of 32 and 4): half
+ * the arithmetic of a whole tile, with the same products summed in the
+ * same order, so each element gets the same bits as from the whole tile. */
+void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
+                                size_t ldb, float *c, size_t ldc, float alpha,
+                                float beta)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0,
+           c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+#pragma GCC unroll 4
+    for (size_t p = 0; p < kc; p++) {
+        NARROW_STEP(0);
+        a += MR;
+        b += ldb;
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    int scale = alpha != 1.0f, read_c = beta != 0.0f;
+    store_narrow_row(c + 0 * ldc, c0, va, vb, scale, read_c);
+    store_narrow_row(c + 1 * ldc, c1, va, vb, scale, read_c);
+    store_narrow_row(c + 2 * ldc, c2, va, vb, scale, read_c);
+    store_narrow_row(c + 3 * ldc, c3, va, vb, scale, read_c);
+    store_narrow_row(c + 4 * ldc, c4, va, vb, scale, read_c);
+    store_narrow_row(c + 5 * ldc, c5, va, vb, scale, read_c);
+    store_narrow_row(c + 6 * ldc, c6, va, vb, scale, read_c);
+    store_narrow_row(c + 7 * ldc, c7, va, vb, scale, read_c);
+    store_narrow_row(c + 8 * ldc, c8, va, vb, scale, read_c);
+    store_narrow_row(c + 9 * ldc, c9, va, vb, scale, read_c);
+    store_narrow_row(c + 10 * ldc, c10, va, vb, scale, read_c);
+    store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);
 }
