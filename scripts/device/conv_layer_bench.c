@@ -51,12 +51,14 @@ static const shape shapes[] = {
 /* MobileNetV2's depthwise layers (224 x 224 input): 3x3, multiplier 1,
  * bias and ReLU6 as the network folds them. */
 #define MBV2_DW(c, h, stride)                                                  \
-    {"mbv2 dw " #c "x" #h "x" #h " s" #stride, c, h, h, c, 3, 3, c, stride, 1, \
-     1, LOCUS_ACTIVATION_RELU6, LOCUS_LAYOUT_NCHW}
+    {                                                                          \
+        "mbv2 dw " #c "x" #h "x" #h " s" #stride, c, h, h, c, 3, 3, c, stride, \
+            1, 1, LOCUS_ACTIVATION_RELU6, LOCUS_LAYOUT_NCHW                    \
+    }
 static const shape depthwise_shapes[] = {
-    MBV2_DW(32, 112, 1),  MBV2_DW(96, 112, 2), MBV2_DW(144, 56, 1),
-    MBV2_DW(144, 56, 2),  MBV2_DW(192, 28, 1), MBV2_DW(192, 28, 2),
-    MBV2_DW(384, 14, 1),  MBV2_DW(576, 14, 1), MBV2_DW(576, 14, 2),
+    MBV2_DW(32, 112, 1), MBV2_DW(96, 112, 2), MBV2_DW(144, 56, 1),
+    MBV2_DW(144, 56, 2), MBV2_DW(192, 28, 1), MBV2_DW(192, 28, 2),
+    MBV2_DW(384, 14, 1), MBV2_DW(576, 14, 1), MBV2_DW(576, 14, 2),
     MBV2_DW(960, 7, 1),
 };
 

@@ -169,41 +169,29 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
     int scale = alpha != 1.0f, read_c = beta != 0.0f;
 #define BIAS(i) (bias ? bias[i] : 0.0f)
     if (rows > 0)
-        store_row(c + 0 * ldc, c00, c01, va, vb, scale, read_c, BIAS(0),
-                  e);
+        store_row(c + 0 * ldc, c00, c01, va, vb, scale, read_c, BIAS(0), e);
     if (rows > 1)
-        store_row(c + 1 * ldc, c10, c11, va, vb, scale, read_c, BIAS(1),
-                  e);
+        store_row(c + 1 * ldc, c10, c11, va, vb, scale, read_c, BIAS(1), e);
     if (rows > 2)
-        store_row(c + 2 * ldc, c20, c21, va, vb, scale, read_c, BIAS(2),
-                  e);
+        store_row(c + 2 * ldc, c20, c21, va, vb, scale, read_c, BIAS(2), e);
     if (rows > 3)
-        store_row(c + 3 * ldc, c30, c31, va, vb, scale, read_c, BIAS(3),
-                  e);
+        store_row(c + 3 * ldc, c30, c31, va, vb, scale, read_c, BIAS(3), e);
     if (rows > 4)
-        store_row(c + 4 * ldc, c40, c41, va, vb, scale, read_c, BIAS(4),
-                  e);
+        store_row(c + 4 * ldc, c40, c41, va, vb, scale, read_c, BIAS(4), e);
     if (rows > 5)
-        store_row(c + 5 * ldc, c50, c51, va, vb, scale, read_c, BIAS(5),
-                  e);
+        store_row(c + 5 * ldc, c50, c51, va, vb, scale, read_c, BIAS(5), e);
     if (rows > 6)
-        store_row(c + 6 * ldc, c60, c61, va, vb, scale, read_c, BIAS(6),
-                  e);
+        store_row(c + 6 * ldc, c60, c61, va, vb, scale, read_c, BIAS(6), e);
     if (rows > 7)
-        store_row(c + 7 * ldc, c70, c71, va, vb, scale, read_c, BIAS(7),
-                  e);
+        store_row(c + 7 * ldc, c70, c71, va, vb, scale, read_c, BIAS(7), e);
     if (rows > 8)
-        store_row(c + 8 * ldc, c80, c81, va, vb, scale, read_c, BIAS(8),
-                  e);
+        store_row(c + 8 * ldc, c80, c81, va, vb, scale, read_c, BIAS(8), e);
     if (rows > 9)
-        store_row(c + 9 * ldc, c90, c91, va, vb, scale, read_c, BIAS(9),
-                  e);
+        store_row(c + 9 * ldc, c90, c91, va, vb, scale, read_c, BIAS(9), e);
     if (rows > 10)
-        store_row(c + 10 * ldc, c100, c101, va, vb, scale, read_c, BIAS(10),
-                  e);
+        store_row(c + 10 * ldc, c100, c101, va, vb, scale, read_c, BIAS(10), e);
     if (rows > 11)
-        store_row(c + 11 * ldc, c110, c111, va, vb, scale, read_c, BIAS(11),
-                  e);
+        store_row(c + 11 * ldc, c110, c111, va, vb, scale, read_c, BIAS(11), e);
 #undef BIAS
 }
 
@@ -260,8 +248,7 @@ void locus__sgemm_avx512_strided_epilogue(size_t kc, const float *a,
         else if (e.clamp_low)
             tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, relu, MR, MR);
         else if (e.apply)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, bias_only, MR,
-                 MR);
+            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, bias_only, MR, MR);
         else
             tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, NULL, no_epilogue, MR,
                  MR);
