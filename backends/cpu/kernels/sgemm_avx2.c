@@ -8,6 +8,7 @@
 #include <locus/locus.h>
 
 #include "kernels.h"
+#include "sgemm_epilogue.h"
 
 #define MR LOCUS__AVX2_MR
 #define NR LOCUS__AVX2_NR
@@ -41,12 +42,6 @@
  * (conv_epilogue.h: act(x + bias), bias 0 where there is none, nothing
  * at all where there is neither), so fused or not the bits agree:
  * x < 0 ? 0 : x keeps -0 and NaN, as andnot of the compare does. */
-typedef struct row_epilogue {
-    int apply;     /* a bias or an activation */
-    int clamp_low; /* relu and relu6 */
-    int clamp_six; /* relu6 */
-} row_epilogue;
-
 static inline __m256 finish(__m256 x, __m256 bias, row_epilogue e)
 {
     if (!e.apply)
@@ -137,8 +132,6 @@ tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 #undef BIAS
 }
 
-static const row_epilogue no_epilogue = {0, 0, 0};
-
 void locus__sgemm_avx2(size_t kc, const float *a, const float *b, float *c,
                        size_t ldc, float alpha, float beta)
 {
@@ -176,28 +169,13 @@ void locus__sgemm_avx2_strided_epilogue(size_t kc, const float *a,
                                         const float *bias, int activation,
                                         size_t rows)
 {
-    /* One inlined tile per case, so the loop's registers and the
-     * epilogue's are laid out at compile time. */
-    static const row_epilogue bias_only = {1, 0, 0}, relu = {1, 1, 0},
-                              relu6 = {1, 1, 1};
-    row_epilogue e = activation == LOCUS_ACTIVATION_RELU    ? relu
-                     : activation == LOCUS_ACTIVATION_RELU6 ? relu6
-                     : bias                                 ? bias_only
-                                                            : no_epilogue;
-    if (rows == MR) {
-        if (e.clamp_six)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu6, MR, MR);
-        else if (e.clamp_low)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, relu, MR, MR);
-        else if (e.apply)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, bias_only, MR, MR);
-        else
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, NULL, no_epilogue, MR, MR);
-    } else {
-        /* A partial row panel, one per layer's column: the epilogue's
-         * flags tested at run time there. */
-        TILE_ROWS(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, e, rows);
-    }
+#define WHOLE(bias_, e_)                                                       \
+    tile(kc, a, b, ldb, c, ldc, 1.0f, beta, bias_, e_, MR, MR)
+#define PARTIAL(bias_, e_)                                                     \
+    TILE_ROWS(kc, a, b, ldb, c, ldc, 1.0f, beta, bias_, e_, rows)
+    SGEMM_EPILOGUE_DISPATCH(activation, bias, rows == MR, WHOLE, PARTIAL);
+#undef WHOLE
+#undef PARTIAL
 }
 
 /* One step of the narrow tile: 6 rows by 8 columns. */

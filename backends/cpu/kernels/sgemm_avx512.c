@@ -14,6 +14,7 @@
 #include <locus/locus.h>
 
 #include "kernels.h"
+#include "sgemm_epilogue.h"
 
 #define MR LOCUS__AVX512_MR
 #define NR LOCUS__AVX512_NR
@@ -77,14 +78,6 @@
  * act(x + bias), bias 0 where there is none, nothing at all where there
  * is neither), so fused or not the bits agree: where x < 0 (false for
  * NaN) the blend gives +0, as the pass's and-not of its compare does. */
-typedef struct row_epilogue {
-    int apply;     /* a bias or an activation */
-    int clamp_low; /* relu and relu6 */
-    int clamp_six; /* relu6 */
-} row_epilogue;
-
-static const row_epilogue no_epilogue = {0, 0, 0};
-
 static inline __m512 finish(__m512 x, __m512 bias, row_epilogue e)
 {
     if (!e.apply)
@@ -234,29 +227,13 @@ void locus__sgemm_avx512_strided_epilogue(size_t kc, const float *a,
                                           const float *bias, int activation,
                                           size_t rows)
 {
-    /* One inlined tile per case, so the loop's registers and the
-     * epilogue's are laid out at compile time. */
-    static const row_epilogue bias_only = {1, 0, 0}, relu = {1, 1, 0},
-                              relu6 = {1, 1, 1};
-    row_epilogue e = activation == LOCUS_ACTIVATION_RELU    ? relu
-                     : activation == LOCUS_ACTIVATION_RELU6 ? relu6
-                     : bias                                 ? bias_only
-                                                            : no_epilogue;
-    if (rows == MR) {
-        if (e.clamp_six)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, relu6, MR, MR);
-        else if (e.clamp_low)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, relu, MR, MR);
-        else if (e.apply)
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias, bias_only, MR, MR);
-        else
-            tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, NULL, no_epilogue, MR,
-                 MR);
-    } else {
-        /* A partial row panel, one per layer's column: the epilogue's
-         * flags tested at run time there. */
-        TILE_ROWS(kc, a, b, ldb, c, ldc, 1.0f, beta, bias, e, rows);
-    }
+#define WHOLE(bias_, e_)                                                       \
+    tile(kc, a, b, ldb, c, ldc, 1.0f, beta, 1, bias_, e_, MR, MR)
+#define PARTIAL(bias_, e_)                                                     \
+    TILE_ROWS(kc, a, b, ldb, c, ldc, 1.0f, beta, bias_, e_, rows)
+    SGEMM_EPILOGUE_DISPATCH(activation, bias, rows == MR, WHOLE, PARTIAL);
+#undef WHOLE
+#undef PARTIAL
 }
 
 /* One step of the narrow tile: MR rows by 16 columns. */
