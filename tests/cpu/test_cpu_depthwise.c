@@ -6,7 +6,8 @@
  * tap: where that tap falls in the padding it is skipped (the output stays
  * finite), as the definition says, not multiplied by a zero; many small
  * planes (whole planes a worker, the kernels' flat rows); and layers large
- * enough to run on the workers, split into blocks of rows. And inputs that
+ * enough to run on the workers, split into blocks of rows; rows of 18-70
+ * columns at stride 1 (the AVX-512 kernels' slid interior). And inputs that
  * start right after or end right before an inaccessible page (wrapped
  * caller memory between PROT_NONE guards): the kernels' border loads read
  * whole vectors only inside the input, so none of them may fault. */
@@ -399,6 +400,34 @@ static dw_case strided_planes_case(void)
     }
 }
 
+/* 3x3 at stride 1 on rows of 18-70 columns: rows of several vectors,
+ * whose interior chunks the AVX-512 kernels take with one load per input
+ * row (slide3_run: the next chunk's vector whole, the last one's masked
+ * at the row's end), between border chunks and rows in the padding. */
+static dw_case wide_rows_case(void)
+{
+    for (;;) {
+        dw_case dc = {0};
+        dc.n = 1;
+        dc.c = 4;
+        dc.m = 1;
+        dc.h = test_rng_range(3, 12);
+        dc.w = test_rng_range(18, 70);
+        dc.r = dc.s = 3;
+        dc.sh = dc.sw = 1;
+        dc.dh = test_rng_range(1, 2);
+        dc.dw = 1;
+        dc.pt = test_rng_range(0, 2);
+        dc.pb = test_rng_range(0, 2);
+        dc.pl = test_rng_range(0, 2);
+        dc.pr = test_rng_range(0, 2);
+        dc.bias = (int)test_rng_range(0, 1);
+        dc.act = (locus_activation)test_rng_range(0, 2);
+        if (shape(&dc))
+            return dc;
+    }
+}
+
 static void test_isa(const char *isa)
 {
     /* Two workers where the machine has two cpus: how the planes are split
@@ -434,6 +463,12 @@ static void test_isa(const char *isa)
                 run_case(ctx, dev, &dc, dtype);
                 run_case_guarded(ctx, dev, &dc, dtype,
                                  i % 2 ? GUARD_END : GUARD_START);
+            }
+            for (int i = 0; i < 16; i++) {
+                dw_case dc = wide_rows_case();
+                dc.infinite_tap = i % 2;
+                run_case_guarded(ctx, dev, &dc, dtype, GUARD_START);
+                run_case_guarded(ctx, dev, &dc, dtype, GUARD_END);
             }
             for (size_t stride = 1; stride <= 2; stride++)
                 for (int nhwc = 0; nhwc < 2; nhwc++) {

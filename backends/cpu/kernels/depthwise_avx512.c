@@ -61,6 +61,13 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
                            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16,    \
                                              18, 20, 22, 24, 26, 28, 30),      \
                            hi)
+/* Lanes 1.. (2..) of cur, then the first one (two) of next. */
+#define V_SLIDE1(next, cur)                                                    \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(next),         \
+                                            _mm512_castps_si512(cur), 1))
+#define V_SLIDE2(next, cur)                                                    \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(next),         \
+                                            _mm512_castps_si512(cur), 2))
 #include "depthwise_simd.h"
 #undef ELEM
 #undef VEC
@@ -83,6 +90,8 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
 #undef V_EVENS
 #undef V_MASK_OF_BITS
 #undef V_ODDS
+#undef V_SLIDE1
+#undef V_SLIDE2
 
 #define ELEM double
 #define VEC __m512d
@@ -109,4 +118,10 @@ static inline __mmask8 lanes8(ptrdiff_t lo, ptrdiff_t hi)
     _mm512_permutex2var_pd(lo, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), hi)
 #define V_EVENS(lo, hi)                                                        \
     _mm512_permutex2var_pd(lo, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), hi)
+#define V_SLIDE1(next, cur)                                                    \
+    _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(next),         \
+                                            _mm512_castpd_si512(cur), 1))
+#define V_SLIDE2(next, cur)                                                    \
+    _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(next),         \
+                                            _mm512_castpd_si512(cur), 2))
 #include "depthwise_simd.h"

@@ -23,6 +23,9 @@
  *   V_ODDS(lo, hi)                lanes 1, 3, 5, ... of lo then of hi
  *   V_MASK_OF_BITS(bits)          the mask of lanes l whose bit 1 << l is set
  *   FLAT_TABLE                    the most chunk x tap masks on the stack
+ * and, where one instruction does it (AVX-512), optionally:
+ *   V_SLIDE1(next, cur), V_SLIDE2 lanes 1.. (2..) of cur, then the first
+ *                                 one (two) of next
  * Sums run in ELEM, one multiply-add per tap. */
 
 #include <stdint.h>
@@ -116,6 +119,55 @@ static inline VEC NAME(load_masked)(NAME(readable) span, const ELEM *row,
  * per call; past it (very wide rows), per chunk. */
 #define BORDER_TABLE 64
 
+#ifdef V_SLIDE1
+/* Interior chunks [q0, q0 + count LANES) of one output row of a 3x3
+ * layer at stride 1 without dilation_w, whose three input rows r0, r1, r2
+ * all lie in the image (xb: the first chunk's tap-0 column). One load per
+ * input row and chunk: tap columns 1 and 2 are that vector slid by one or
+ * two lanes into the next chunk's (V_SLIDE1, V_SLIDE2), where the
+ * general loop loads each tap's vector on its own, unaligned; on Zen 4
+ * those nine loads, most across two cache lines, took twice the
+ * multiply-adds' time (docs/PERFORMANCE.md). The same values summed in
+ * the same order as the general loop, so the same bits. */
+static inline __attribute__((always_inline)) void
+NAME(slide3_run)(const ELEM *r0, const ELEM *r1, const ELEM *r2, const VEC *t,
+                 VEC b, ELEM *o, size_t q0, size_t count, ptrdiff_t xb,
+                 ptrdiff_t W, locus_activation activation)
+{
+    VEC c0 = V_LOADU(r0 + xb), c1 = V_LOADU(r1 + xb), c2 = V_LOADU(r2 + xb);
+    for (size_t k = 0; k < count; k++, xb += LANES, q0 += LANES) {
+        /* The next chunk's vectors: whole where it is interior too; past
+         * the last interior chunk only its first two lanes are used, and
+         * the lanes past the row are not read. */
+        ptrdiff_t xn = xb + LANES;
+        VEC n0, n1, n2;
+        if (k + 1 < count) {
+            n0 = V_LOADU(r0 + xn);
+            n1 = V_LOADU(r1 + xn);
+            n2 = V_LOADU(r2 + xn);
+        } else {
+            MASK m = V_LANES(0, W - xn);
+            n0 = V_LOAD_MASKED((uintptr_t)(r0 + xn), m);
+            n1 = V_LOAD_MASKED((uintptr_t)(r1 + xn), m);
+            n2 = V_LOAD_MASKED((uintptr_t)(r2 + xn), m);
+        }
+        VEC a0 = V_FMA(c0, t[0], b);
+        VEC a1 = V_FMA(c1, t[3], V_ZERO());
+        VEC a2 = V_FMA(c2, t[6], V_ZERO());
+        a0 = V_FMA(V_SLIDE1(n0, c0), t[1], a0);
+        a1 = V_FMA(V_SLIDE1(n1, c1), t[4], a1);
+        a2 = V_FMA(V_SLIDE1(n2, c2), t[7], a2);
+        a0 = V_FMA(V_SLIDE2(n0, c0), t[2], a0);
+        a1 = V_FMA(V_SLIDE2(n1, c1), t[5], a1);
+        a2 = V_FMA(V_SLIDE2(n2, c2), t[8], a2);
+        V_STOREU(o + q0, NAME(activate)(activation, V_ADD(V_ADD(a0, a1), a2)));
+        c0 = n0;
+        c1 = n1;
+        c2 = n2;
+    }
+}
+#endif
+
 /* The rows kernel with R, S and the stride as arguments: called with
  * constants (3, 3, 1 or 2), the loops over taps unroll and the taps stay
  * in registers. */
@@ -143,6 +195,22 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                     NAME(border_of)((ptrdiff_t)(j * LANES * stride + s * dw) -
                                         (ptrdiff_t)g->pad_left,
                                     W, stride);
+#ifdef V_SLIDE1
+    /* The interior chunks [j_lo, j_hi) of a row, every lane of every tap
+     * inside it, which slide3_run takes at stride 1 (3x3, no
+     * dilation_w) where the row's three input rows lie in the image. */
+    size_t j_lo = chunks, j_hi = 0;
+    for (size_t j = 0; j < chunks; j++) {
+        ptrdiff_t xb = (ptrdiff_t)(j * LANES * stride) - (ptrdiff_t)g->pad_left;
+        if (xb >= 0 && xb + last_tap + reach <= W && j * LANES + LANES <= Q) {
+            j_lo = j < j_lo ? j : j_lo;
+            j_hi = j + 1;
+        }
+    }
+    const int slides =
+        stride == 1 && R == 3 && S == 3 && dw == 1 && j_hi > j_lo;
+    const locus_activation activation = g->activation;
+#endif
     for (size_t plane = 0; plane < planes; plane++) {
         const ELEM *in = planes_in + plane * H * (size_t)W;
         const ELEM *taps = planes_taps + plane * R * S;
@@ -162,6 +230,17 @@ NAME(rows_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
             }
             ELEM *o = out + p * Q;
             for (size_t j = 0; j < chunks; j++) {
+#ifdef V_SLIDE1
+                if (slides && j == j_lo && rows[0] && rows[1] && rows[2]) {
+                    NAME(slide3_run)
+                    (rows[0], rows[1], rows[2], t, b, o, j_lo * LANES,
+                     j_hi - j_lo,
+                     (ptrdiff_t)(j_lo * LANES) - (ptrdiff_t)g->pad_left, W,
+                     activation);
+                    j = j_hi - 1;
+                    continue;
+                }
+#endif
                 size_t q0 = j * LANES;
                 ptrdiff_t xb =
                     (ptrdiff_t)(q0 * stride) - (ptrdiff_t)g->pad_left;
@@ -285,6 +364,64 @@ static inline void NAME(split_phases)(NAME(readable) span, const ELEM *in,
     }
 }
 
+#ifdef V_SLIDE1
+/* The LANES elements from x of a flat plane, those outside the readable
+ * span zero and not read. */
+static inline VEC NAME(load_span)(NAME(readable) span, const ELEM *in,
+                                  ptrdiff_t x)
+{
+    uintptr_t at = (uintptr_t)in + (uintptr_t)x * sizeof(ELEM);
+    if (at >= span.begin && at + LANES * sizeof(ELEM) <= span.end)
+        return V_LOADU((const ELEM *)at);
+    ptrdiff_t lo = ((ptrdiff_t)span.begin - (ptrdiff_t)at) /
+                   (ptrdiff_t)sizeof(ELEM),
+              hi = ((ptrdiff_t)span.end - (ptrdiff_t)at) /
+                   (ptrdiff_t)sizeof(ELEM);
+    return V_LOAD_MASKED(at, V_LANES(lo, hi));
+}
+
+/* flat_body's chunks for a 3x3 layer at stride 1 without dilation_w: the
+ * three taps of a filter row read consecutive inputs, so one load per
+ * filter row and chunk serves them, slid by one and two lanes into the
+ * next chunk's vector (V_SLIDE1, V_SLIDE2) as slide3_run does on rows;
+ * the lanes whose tap lies outside the image are skipped by the same
+ * masks, so the values there (neighbouring rows or planes) are never
+ * used. The same values in the same order as flat_body, so the same
+ * bits. */
+static inline __attribute__((always_inline)) void
+NAME(flat_slide3)(NAME(readable) span, const ELEM *in, const VEC *t, VEC b,
+                  ELEM *out, size_t PQ, const ptrdiff_t *shift,
+                  const MASK *table, locus_activation activation)
+{
+    const size_t chunks = (PQ + LANES - 1) / LANES;
+    VEC c0 = NAME(load_span)(span, in, shift[0]),
+        c1 = NAME(load_span)(span, in, shift[3]),
+        c2 = NAME(load_span)(span, in, shift[6]);
+    for (size_t j = 0; j < chunks; j++) {
+        const ptrdiff_t x = (ptrdiff_t)((j + 1) * LANES);
+        VEC n0 = NAME(load_span)(span, in, x + shift[0]),
+            n1 = NAME(load_span)(span, in, x + shift[3]),
+            n2 = NAME(load_span)(span, in, x + shift[6]);
+        const MASK *m = table + j * 9;
+        VEC a0 = V_MASK_FMA(b, m[0], c0, t[0]);
+        VEC a1 = V_MASK_FMA(V_ZERO(), m[3], c1, t[3]);
+        VEC a2 = V_MASK_FMA(V_ZERO(), m[6], c2, t[6]);
+        a0 = V_MASK_FMA(a0, m[1], V_SLIDE1(n0, c0), t[1]);
+        a1 = V_MASK_FMA(a1, m[4], V_SLIDE1(n1, c1), t[4]);
+        a2 = V_MASK_FMA(a2, m[7], V_SLIDE1(n2, c2), t[7]);
+        a0 = V_MASK_FMA(a0, m[2], V_SLIDE2(n0, c0), t[2]);
+        a1 = V_MASK_FMA(a1, m[5], V_SLIDE2(n1, c1), t[5]);
+        a2 = V_MASK_FMA(a2, m[8], V_SLIDE2(n2, c2), t[8]);
+        VEC acc = NAME(activate)(activation, V_ADD(V_ADD(a0, a1), a2));
+        if ((j + 1) * LANES <= PQ)
+            V_STOREU(out + j * LANES, acc);
+        else
+            V_STORE_FIRST(out + j * LANES, PQ - j * LANES, acc);
+        c0 = n0, c1 = n1, c2 = n2;
+    }
+}
+#endif
+
 static inline __attribute__((always_inline)) void
 NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
                 const ELEM *planes_taps, const ELEM *bias, ELEM *planes_out,
@@ -356,6 +493,13 @@ NAME(flat_body)(const locus__depthwise_geometry *g, const ELEM *planes_in,
         for (size_t i = 0; i < R * S; i++)
             t[i] = V_SET1(taps[i]);
         const VEC b = V_SET1(bias ? bias[plane] : (ELEM)0);
+#ifdef V_SLIDE1
+        if (stride == 1 && R == 3 && S == 3 && g->dilation_w == 1) {
+            NAME(flat_slide3)
+            (span, in, t, b, out, PQ, shift, table, g->activation);
+            continue;
+        }
+#endif
         for (size_t j = 0; j < chunks; j++) {
             VEC a[3] = {b, V_ZERO(), V_ZERO()};
             const MASK *m = table + j * R * S;
