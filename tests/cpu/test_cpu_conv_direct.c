@@ -611,6 +611,11 @@ static const conv_case api_cases_avx2[] = {
 
 static void test_api(const char *isa, const conv_case *cases, size_t count)
 {
+    /* LOCUS_TEST_ISAS=best (CI's ThreadSanitizer stage) gives no context
+     * forced to a set below the best: on an AVX-512 machine the avx2
+     * table's kernel and rule are checked above, its API cases not. */
+    if (test_cpu_isa_left_out(isa))
+        return;
     test_target t[TARGETS] = {{0}};
     if (open_targets(t, isa))
         for (size_t i = 0; i < count; i++)
