@@ -416,7 +416,9 @@ static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
         for (size_t i = 0; i < rows; i++)
             for (size_t j = 0; j < cols; j++)
                 tile[i * nr + j] = c[i * ldc + j];
-    if (isa->sgemm_narrow && cols <= isa->narrow_nr)
+    if (locus__cpu_isa_thin_takes(isa, cols))
+        isa->sgemm_thin(kc, a, b, ldb, tile, nr, 1.0f, beta, cols);
+    else if (isa->sgemm_narrow && cols <= isa->narrow_nr)
         isa->sgemm_narrow(kc, a, b, ldb, tile, nr, 1.0f, beta);
     else
         isa->sgemm_strided(kc, a, b, ldb, tile, nr, 1.0f, beta);

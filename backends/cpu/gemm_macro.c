@@ -22,7 +22,9 @@ static void edge_tile(const locus__cpu_isa *isa, size_t rows, size_t cols,
         for (size_t i = 0; i < rows; i++)
             for (size_t j = 0; j < cols; j++)
                 tile[i * nr + j] = c[i * ldc + j];
-    if (isa->sgemm_narrow && cols <= isa->narrow_nr)
+    if (locus__cpu_isa_thin_takes(isa, cols))
+        isa->sgemm_thin(kc, ap, bp, nr, tile, nr, alpha, beta, cols);
+    else if (isa->sgemm_narrow && cols <= isa->narrow_nr)
         isa->sgemm_narrow(kc, ap, bp, nr, tile, nr, alpha, beta);
     else
         isa->sgemm(kc, ap, bp, tile, nr, alpha, beta);

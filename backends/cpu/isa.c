@@ -106,6 +106,8 @@ void locus__cpu_isa_init(locus__cpu_isa *isa, const char *forced)
         isa->sgemm_strided_epilogue = locus__sgemm_avx512_strided_epilogue;
         isa->sgemm_narrow = locus__sgemm_avx512_narrow;
         isa->narrow_nr = LOCUS__AVX512_NARROW_NR;
+        isa->sgemm_thin = locus__sgemm_avx512_thin;
+        isa->thin_nr = LOCUS__AVX512_THIN_NR;
         isa->reduce_name = "avx512";
         isa->sum_name = "avx512-block1024-f64";
         isa->sum = locus__sum_avx512;

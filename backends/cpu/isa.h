@@ -30,6 +30,12 @@ typedef void (*locus__sgemm_strided_rows_kernel)(size_t kc, const float *a,
                                                  float *c, size_t ldc,
                                                  float alpha, float beta,
                                                  size_t rows);
+/* The strided kernel for the tile's first `cols` columns only (isa.h,
+ * sgemm_thin, says which counts). */
+typedef void (*locus__sgemm_thin_kernel)(size_t kc, const float *a,
+                                         const float *b, size_t ldb, float *c,
+                                         size_t ldc, float alpha, float beta,
+                                         size_t cols);
 /* The strided kernel with alpha 1 for the first `rows` (1 <= rows <= mr)
  * rows of C, then a conv layer's bias and activation applied to the tile
  * in registers before it is stored: c = act(acc + beta * c + bias[i]),
@@ -89,6 +95,14 @@ typedef struct locus__cpu_isa {
      * columns (a 7x7 image is 3 of 16 and 1). NULL: none. */
     locus__sgemm_strided_kernel sgemm_narrow;
     size_t narrow_nr;
+    /* The strided kernel for the tile's first `cols` columns only, where
+     * cols <= thin_nr or narrow_nr < cols <= narrow_nr + thin_nr (a 7x7
+     * image's last panel, 17 of 32): the columns past the narrow ones each
+     * as a vector down the tile's rows, so that a column costs one
+     * multiply-add a step, not a share of a row's vectors; the same bits
+     * per element; columns past `cols` are left alone. NULL: none. */
+    locus__sgemm_thin_kernel sgemm_thin;
+    size_t thin_nr;
     /* NULL where the epilogue is a pass of its own over the tile. */
     locus__sgemm_strided_epilogue_kernel sgemm_strided_epilogue;
     /* reduce */
@@ -103,6 +117,15 @@ typedef struct locus__cpu_isa {
     locus__conv_direct_kernel conv_direct;
     size_t direct_positions, direct_filters; /* its tile */
 } locus__cpu_isa;
+
+/* Whether isa's thin kernel computes a last panel of `cols` columns. */
+static inline int locus__cpu_isa_thin_takes(const locus__cpu_isa *isa,
+                                            size_t cols)
+{
+    return isa->sgemm_thin &&
+           (cols <= isa->thin_nr ||
+            (cols > isa->narrow_nr && cols <= isa->narrow_nr + isa->thin_nr));
+}
 
 /* The largest register tile of any kernel built in, for callers that size
  * buffers before knowing the table. */

@@ -5,7 +5,9 @@
  * compute exactly the first `rows` rows of the whole tile and write
  * nothing else; the GEMMs call the second for a last micro-panel of at
  * most narrow_nr columns (gemm_macro.c, conv_implicit.c), so it must
- * compute exactly the first narrow_nr columns of all mr rows.
+ * compute exactly the first narrow_nr columns of all mr rows; and the
+ * thin one (isa.h: sgemm_thin) for a last micro-panel of its column
+ * counts, every one of them, exactly those columns of all mr rows.
  *
  * Each case: rows 1 to mr - 1 (every one of them, so the 4-, 8- and
  * 12-row tiles of AVX-512 are all reached), depth 1 to 70 (odd ones, and
@@ -33,14 +35,21 @@ static float random_float(void)
     return (float)test_rng_uniform(-1.0, 1.0);
 }
 
-/* rows < mr: the partial-row kernel on that many rows; rows == mr: the
- * narrow kernel. */
+typedef enum kernel { ROWS, NARROW, THIN } kernel;
+static const char *const kernel_names[] = {"rows", "narrow", "thin"};
+
+/* ROWS: the partial-row kernel on `rows` (< mr) rows; NARROW: the narrow
+ * kernel; THIN: the thin one on `cols` columns (both all mr rows). */
 static void run_case(const char *isa_name, const locus__cpu_isa *isa,
-                     size_t rows)
+                     kernel which, size_t rows, size_t cols)
 {
     size_t mr = isa->mr, nr = isa->nr;
-    int narrow = rows == mr;
-    size_t cols = narrow ? isa->narrow_nr : nr;
+    if (which != ROWS)
+        rows = mr;
+    if (which == ROWS)
+        cols = nr;
+    else if (which == NARROW)
+        cols = isa->narrow_nr;
     size_t kc = test_rng_range(1, 70);
     size_t ldb = test_rng_range(0, 1) ? nr : test_rng_range(nr, 300);
     size_t ldc = test_rng_range(0, 1) ? nr : test_rng_range(nr, 100);
@@ -67,7 +76,9 @@ static void run_case(const char *isa_name, const locus__cpu_isa *isa,
             whole[i * nr + j] = i < rows ? c[i * ldc + j] : 0.0f;
     isa->sgemm_strided(kc, a, b, ldb, whole, nr, alpha, beta);
 
-    if (narrow)
+    if (which == THIN)
+        isa->sgemm_thin(kc, a, b, ldb, c, ldc, alpha, beta, cols);
+    else if (which == NARROW)
         isa->sgemm_narrow(kc, a, b, ldb, c, ldc, alpha, beta);
     else
         isa->sgemm_strided_rows(kc, a, b, ldb, c, ldc, alpha, beta, rows);
@@ -75,7 +86,7 @@ static void run_case(const char *isa_name, const locus__cpu_isa *isa,
     char what[160];
     snprintf(what, sizeof what,
              "%s %s rows %zu cols %zu kc %zu ldb %zu ldc %zu alpha %g beta %g",
-             isa_name, narrow ? "narrow" : "rows", rows, cols, kc, ldb, ldc,
+             isa_name, kernel_names[which], rows, cols, kc, ldb, ldc,
              (double)alpha, (double)beta);
     size_t bad = 0;
     for (size_t at = 0; at < c_floats; at++) {
@@ -116,7 +127,7 @@ done:
 int main(int argc, char **argv)
 {
     test_seed(argc, argv);
-    int tested = 0, narrow_tested = 0;
+    int tested = 0, narrow_tested = 0, thin_tested = 0;
     for (size_t t = 0; t < TEST_CPU_ISA_COUNT; t++) {
         const char *name = test_cpu_isas[t];
         locus__cpu_isa isa;
@@ -131,21 +142,32 @@ int main(int argc, char **argv)
         printf("isa %s\n", name);
         fflush(stdout);
         for (int i = 0; i < CASES; i++)
-            run_case(name, &isa, 1 + (size_t)i % (isa.mr - 1));
+            run_case(name, &isa, ROWS, 1 + (size_t)i % (isa.mr - 1), 0);
         if (isa.sgemm_narrow) {
             for (int i = 0; i < CASES / 4; i++)
-                run_case(name, &isa, isa.mr);
+                run_case(name, &isa, NARROW, 0, 0);
             narrow_tested++;
         } else {
             printf("%s: no narrow kernel\n", name);
         }
+        /* Every column count the thin kernel takes, ten times each. */
+        size_t thin_counts = 0;
+        for (size_t cols = 1; cols <= isa.nr; cols++)
+            if (locus__cpu_isa_thin_takes(&isa, cols)) {
+                for (int i = 0; i < 10; i++)
+                    run_case(name, &isa, THIN, 0, cols);
+                thin_counts++;
+            }
+        printf("%s: the thin kernel on %zu column counts\n", name, thin_counts);
+        thin_tested += thin_counts > 0;
         tested++;
     }
     if (!test_cpu_has_avx512f())
         printf("note: no AVX-512 here, so no table with the kernel ran\n");
     else
-        TEST_EXPECT(tested > 0 && narrow_tested > 0,
-                    "the avx512 table lacks the partial-row or narrow kernel");
+        TEST_EXPECT(tested > 0 && narrow_tested > 0 && thin_tested > 0,
+                    "the avx512 table lacks the partial-row, narrow or thin "
+                    "kernel");
     printf("%s: %d failure(s)\n", argv[0], test_failures());
     return test_exit_code();
 }

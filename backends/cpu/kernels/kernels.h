@@ -79,6 +79,11 @@ void locus__sgemm_avx512_strided_epilogue(size_t kc, const float *a,
 void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
                                 size_t ldb, float *c, size_t ldc, float alpha,
                                 float beta);
+/* The tile's first 1-4 or 17-20 columns only (isa.h, sgemm_thin). */
+#define LOCUS__AVX512_THIN_NR 4
+void locus__sgemm_avx512_thin(size_t kc, const float *a, const float *b,
+                              size_t ldb, float *c, size_t ldc, float alpha,
+                              float beta, size_t cols);
 double locus__sum_avx512(const float *x, size_t n);
 void locus__pad_rows_avx512(float *dst, size_t dst_stride, const float *src,
                             size_t src_stride, size_t rows, size_t pad,

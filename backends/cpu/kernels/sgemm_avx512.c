@@ -296,3 +296,112 @@ void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
     store_narrow_row(c + 10 * ldc, c10, va, vb, scale, read_c);
     store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);
 }
+
+/* Thin columns: THIN (1-4) columns of the tile as vectors down its MR
+ * rows (lane i: row i; A's step one masked load of its MR floats, B's
+ * value in each column one broadcast), after WIDE (0 or 1) vectors of 16
+ * columns as in the narrow kernel, in one loop. Every element is the same
+ * chain of multiply-adds over the steps in order, then the same alpha
+ * and beta, as in the whole tile, so the same bits. */
+#define THIN_COLUMN(t)                                                         \
+    do {                                                                       \
+        if ((t) < THIN)                                                        \
+            thin##t = _mm512_fmadd_ps(va, _mm512_set1_ps(b[16 * WIDE + (t)]),  \
+                                      thin##t);                                \
+    } while (0)
+
+static inline void store_thin_column(float *c, size_t ldc, __m512 acc,
+                                     __m512 alpha, __m512 beta, int scale,
+                                     int read_c)
+{
+    float lanes[16];
+    __m512 r = scale ? _mm512_mul_ps(alpha, acc) : acc;
+    if (read_c) {
+        for (size_t i = 0; i < MR; i++)
+            lanes[i] = c[i * ldc];
+        r = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(0x0fff, lanes), r);
+    }
+    _mm512_storeu_ps(lanes, r);
+    for (size_t i = 0; i < MR; i++)
+        c[i * ldc] = lanes[i];
+}
+
+static inline __attribute__((always_inline)) void
+thin_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+          size_t ldc, float alpha, float beta, const int WIDE, const int THIN)
+{
+    const __mmask16 rows = (__mmask16)((1u << MR) - 1u);
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0,
+           c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+    __m512 thin0 = c0, thin1 = c0, thin2 = c0, thin3 = c0;
+#pragma GCC unroll 2
+    for (size_t p = 0; p < kc; p++) {
+        if (WIDE)
+            NARROW_STEP(0);
+        __m512 va = _mm512_maskz_loadu_ps(rows, a);
+        THIN_COLUMN(0);
+        THIN_COLUMN(1);
+        THIN_COLUMN(2);
+        THIN_COLUMN(3);
+        a += MR;
+        b += ldb;
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    int scale = alpha != 1.0f, read_c = beta != 0.0f;
+    if (WIDE) {
+        store_narrow_row(c + 0 * ldc, c0, va, vb, scale, read_c);
+        store_narrow_row(c + 1 * ldc, c1, va, vb, scale, read_c);
+        store_narrow_row(c + 2 * ldc, c2, va, vb, scale, read_c);
+        store_narrow_row(c + 3 * ldc, c3, va, vb, scale, read_c);
+        store_narrow_row(c + 4 * ldc, c4, va, vb, scale, read_c);
+        store_narrow_row(c + 5 * ldc, c5, va, vb, scale, read_c);
+        store_narrow_row(c + 6 * ldc, c6, va, vb, scale, read_c);
+        store_narrow_row(c + 7 * ldc, c7, va, vb, scale, read_c);
+        store_narrow_row(c + 8 * ldc, c8, va, vb, scale, read_c);
+        store_narrow_row(c + 9 * ldc, c9, va, vb, scale, read_c);
+        store_narrow_row(c + 10 * ldc, c10, va, vb, scale, read_c);
+        store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);
+    }
+    float *thin = c + 16 * WIDE;
+    store_thin_column(thin, ldc, thin0, va, vb, scale, read_c);
+    if (THIN > 1)
+        store_thin_column(thin + 1, ldc, thin1, va, vb, scale, read_c);
+    if (THIN > 2)
+        store_thin_column(thin + 2, ldc, thin2, va, vb, scale, read_c);
+    if (THIN > 3)
+        store_thin_column(thin + 3, ldc, thin3, va, vb, scale, read_c);
+}
+
+void locus__sgemm_avx512_thin(size_t kc, const float *a, const float *b,
+                              size_t ldb, float *c, size_t ldc, float alpha,
+                              float beta, size_t cols)
+{
+    /* One inlined tile per count (cols: 1-4 or 17-20). */
+    const int wide = cols > LOCUS__AVX512_NARROW_NR;
+    switch (wide ? cols - LOCUS__AVX512_NARROW_NR : cols) {
+    case 1:
+        if (wide)
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 1);
+        else
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 1);
+        break;
+    case 2:
+        if (wide)
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 2);
+        else
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 2);
+        break;
+    case 3:
+        if (wide)
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 3);
+        else
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 3);
+        break;
+    default:
+        if (wide)
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 4);
+        else
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 4);
+        break;
+    }
+}
