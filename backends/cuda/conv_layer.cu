@@ -191,6 +191,102 @@ __global__ void depthwise_nchw_kernel(const T *__restrict__ input,
     }
 }
 
+/* MobileNet's depthwise layers (3x3, multiplier 1, no dilation, stride 1
+ * or 2 both ways, NCHW input): a thread per output column of a strip of
+ * output rows of one plane, its 3 x 3 window of inputs in registers as the
+ * strip moves down (stride 1: one new input row per output row, stride 2:
+ * two), read straight from global memory, where its neighbours in x read
+ * the same inputs from L1. No shared memory and no barrier, so a block is
+ * only loads, multiply-adds and stores: the staged kernel above spent its
+ * time in its per-tile staging and barriers (docs/PERFORMANCE.md). Each
+ * row of blockDim.x threads is one unit (plane, strip, column tile),
+ * blockDim.y units a block; taps in the padding are skipped, as in the
+ * definition. */
+constexpr int kStripThreads = 128;
+
+struct StripPlan {
+    int strip_rows, strips, tiles_q;
+    size_t units;
+};
+
+template <class T, int Stride>
+__global__ void __launch_bounds__(kStripThreads)
+    depthwise_strip_kernel(const T *__restrict__ input,
+                           const T *__restrict__ filter,
+                           const T *__restrict__ bias, Dims d, StripPlan plan,
+                           T *__restrict__ output)
+{
+    const size_t plane_in = (size_t)d.H * d.W;
+    const size_t out_size = (size_t)d.K * d.P * d.Q;
+    for (size_t unit = (size_t)blockIdx.x * blockDim.y + threadIdx.y;
+         unit < plan.units; unit += (size_t)gridDim.x * blockDim.y) {
+        const int tile_q = (int)(unit % plan.tiles_q);
+        const size_t rest = unit / plan.tiles_q;
+        const int strip = (int)(rest % plan.strips);
+        const size_t plane = rest / plan.strips;
+        const int q = tile_q * blockDim.x + threadIdx.x;
+        const int p0 = strip * plan.strip_rows;
+        if (q >= d.Q)
+            continue;
+        const int p1 = min(p0 + plan.strip_rows, d.P);
+        const size_t n = plane / d.C;
+        const int c = (int)(plane % d.C);
+        const T *img = input + plane * plane_in;
+        T *out = output + n * out_size;
+        const int w0 = q * Stride - d.pl;
+        bool col[3];
+#pragma unroll
+        for (int s = 0; s < 3; ++s)
+            col[s] = w0 + s >= 0 && w0 + s < d.W;
+        T t[9];
+#pragma unroll
+        for (int i = 0; i < 9; ++i)
+            t[i] = __ldg(filter + (size_t)c * 9 + i);
+        const T b = bias != nullptr ? __ldg(bias + c) : T(0);
+        /* win[r]: input row h + r, row[r] whether it lies in the image. */
+        T win[3][3];
+        bool row[3];
+        auto load = [&](int h, T(&v)[3], bool &inside) {
+            inside = h >= 0 && h < d.H;
+#pragma unroll
+            for (int s = 0; s < 3; ++s)
+                v[s] = inside && col[s] ? __ldg(img + (size_t)h * d.W + w0 + s)
+                                        : T(0);
+        };
+        int h = p0 * Stride - d.pt;
+#pragma unroll
+        for (int r = 0; r < 3; ++r)
+            load(h + r, win[r], row[r]);
+        for (int p = p0;;) {
+            T acc = T(0);
+#pragma unroll
+            for (int r = 0; r < 3; ++r)
+#pragma unroll
+                for (int s = 0; s < 3; ++s)
+                    if (row[r] && col[s])
+                        acc += win[r][s] * t[r * 3 + s];
+            out[out_at(d, c, p, q)] = activate(acc + b, d.act);
+            if (++p == p1)
+                break;
+            h += Stride;
+            if (Stride == 1) {
+#pragma unroll
+                for (int s = 0; s < 3; ++s)
+                    win[0][s] = win[1][s], win[1][s] = win[2][s];
+                row[0] = row[1], row[1] = row[2];
+                load(h + 2, win[2], row[2]);
+            } else {
+#pragma unroll
+                for (int s = 0; s < 3; ++s)
+                    win[0][s] = win[2][s];
+                row[0] = row[2];
+                load(h + 1, win[1], row[1]);
+                load(h + 2, win[2], row[2]);
+            }
+        }
+    }
+}
+
 /* NHWC input: a thread per output, channels fastest, so neighbouring
  * threads read neighbouring input channels. */
 template <class T>
@@ -311,6 +407,32 @@ int depthwise_tile_w(int q)
     return q >= 32 ? 32 : q >= 16 ? 16 : 8;
 }
 
+/* The strip kernel's plan: planes of at most 16 rows in one strip (a
+ * thread then walks the whole column), taller ones in strips of 8. */
+template <class T>
+cudaError_t depthwise_strips(const Dims &d, size_t planes, const T *input,
+                             const T *filter, const T *bias, T *output,
+                             cudaStream_t stream)
+{
+    StripPlan plan;
+    const int tile_w = depthwise_tile_w(d.Q);
+    plan.strip_rows = d.P <= 16 ? d.P : 8;
+    plan.strips = (d.P + plan.strip_rows - 1) / plan.strip_rows;
+    plan.tiles_q = (d.Q + tile_w - 1) / tile_w;
+    plan.units = planes * (size_t)plan.strips * (size_t)plan.tiles_q;
+    const dim3 block(tile_w, kStripThreads / tile_w);
+    size_t blocks = (plan.units + block.y - 1) / block.y;
+    if (blocks > kMaxBlocksX)
+        blocks = kMaxBlocksX;
+    if (d.sh == 1)
+        depthwise_strip_kernel<T, 1><<<(unsigned)blocks, block, 0, stream>>>(
+            input, filter, bias, d, plan, output);
+    else
+        depthwise_strip_kernel<T, 2><<<(unsigned)blocks, block, 0, stream>>>(
+            input, filter, bias, d, plan, output);
+    return cudaGetLastError();
+}
+
 template <class T>
 cudaError_t depthwise(const locus__cuda_layer *l, const T *input,
                       const T *filter, const T *bias, T *output,
@@ -328,6 +450,10 @@ cudaError_t depthwise(const locus__cuda_layer *l, const T *input,
             input, filter, bias, d, l->batch, output);
         return cudaGetLastError();
     }
+    if (d.R == 3 && d.S == 3 && d.Kg == 1 && d.dh == 1 && d.dw == 1 &&
+        d.sh == d.sw && (d.sh == 1 || d.sh == 2))
+        return depthwise_strips(d, l->batch * (size_t)d.C, input, filter, bias,
+                                output, stream);
     const int tile_w = depthwise_tile_w(d.Q), tile_h = kThreads / tile_w;
     const size_t patch_h =
         (size_t)(tile_h - 1) * d.sh + (size_t)(d.R - 1) * d.dh + 1;

@@ -1,11 +1,13 @@
 /* The CUDA conv2d_layer's own paths (backends/cuda/cuda_conv_layer.c), on
  * shapes larger than test_device_conv_layer.c's random ones, so that every
- * path and its tiling is taken: the shared-memory depthwise kernel over
- * several tiles of a plane (strides, dilation, multipliers, an NHWC
- * output, TensorFlow's asymmetric padding), the NHWC depthwise kernel, the
- * direct fallback where the depthwise patch passes shared memory and for groups
- * of few filters, the 1x1 layers as a plain GEMM in all four layout pairs and
- * with groups, grouped im2col in all four layout pairs, im2col by name on a
+ * path and its tiling is taken: the strip depthwise kernel (3x3,
+ * multiplier 1, strides 1 and 2, one and several strips a plane), the
+ * shared-memory depthwise kernel over several tiles of a plane (strides,
+ * dilation, multipliers, an NHWC output, TensorFlow's asymmetric padding),
+ * the NHWC depthwise kernel, the direct fallback where the depthwise patch
+ * passes shared memory and for groups of few filters, the 1x1 layers as a
+ * plain GEMM in all four layout pairs and with groups, grouped im2col in all
+ * four layout pairs, im2col by name on a
  * depthwise layer, dense NCHW layers with only a bias or activation through
  * 0.2's kernels (the implicit GEMM, im2col) and the pass after them, and tf32
  * on the GEMM paths. Each case checks the record's
@@ -109,9 +111,11 @@ static const layer_case cases[] = {
      NCHW,
      AUTO,
      "depthwise"},
-    /* MobileNet's stride-2 3x3 layers: with TensorFlow's asymmetric
-     * "same" padding (none above and right), 18 output rows and an NHWC
-     * output; and on a plane of 7 output rows. */
+    /* The strip kernel (3x3, multiplier 1, no dilation, stride 1 or 2):
+     * the first above (40 rows: strips of 8) and the narrow one (7 rows:
+     * one strip); here stride 2 with TensorFlow's asymmetric "same"
+     * padding, 18 rows (strips of 8, 8 and 2), an NHWC output, and
+     * stride 2 on a plane of 7 rows. */
     {"depthwise 3x3 s2 asym strips",
      2,
      24,
