@@ -265,6 +265,24 @@ static inline void store_narrow_row(float *c, __m512 acc, __m512 alpha,
     _mm512_storeu_ps(c, r);
 }
 
+/* The narrow tile's 12 rows c0..c11 stored (va, vb, scale and read_c
+ * in scope). */
+#define STORE_NARROW_ROWS()                                                    \
+    do {                                                                       \
+        store_narrow_row(c + 0 * ldc, c0, va, vb, scale, read_c);              \
+        store_narrow_row(c + 1 * ldc, c1, va, vb, scale, read_c);              \
+        store_narrow_row(c + 2 * ldc, c2, va, vb, scale, read_c);              \
+        store_narrow_row(c + 3 * ldc, c3, va, vb, scale, read_c);              \
+        store_narrow_row(c + 4 * ldc, c4, va, vb, scale, read_c);              \
+        store_narrow_row(c + 5 * ldc, c5, va, vb, scale, read_c);              \
+        store_narrow_row(c + 6 * ldc, c6, va, vb, scale, read_c);              \
+        store_narrow_row(c + 7 * ldc, c7, va, vb, scale, read_c);              \
+        store_narrow_row(c + 8 * ldc, c8, va, vb, scale, read_c);              \
+        store_narrow_row(c + 9 * ldc, c9, va, vb, scale, read_c);              \
+        store_narrow_row(c + 10 * ldc, c10, va, vb, scale, read_c);            \
+        store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);            \
+    } while (0)
+
 /* The first LOCUS__AVX512_NARROW_NR columns of the tile only, for a last
  * micro-panel that has no more (a 14x14 image is 6 of 32 and 4): half
  * the arithmetic of a whole tile, with the same products summed in the
@@ -283,18 +301,7 @@ void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     int scale = alpha != 1.0f, read_c = beta != 0.0f;
-    store_narrow_row(c + 0 * ldc, c0, va, vb, scale, read_c);
-    store_narrow_row(c + 1 * ldc, c1, va, vb, scale, read_c);
-    store_narrow_row(c + 2 * ldc, c2, va, vb, scale, read_c);
-    store_narrow_row(c + 3 * ldc, c3, va, vb, scale, read_c);
-    store_narrow_row(c + 4 * ldc, c4, va, vb, scale, read_c);
-    store_narrow_row(c + 5 * ldc, c5, va, vb, scale, read_c);
-    store_narrow_row(c + 6 * ldc, c6, va, vb, scale, read_c);
-    store_narrow_row(c + 7 * ldc, c7, va, vb, scale, read_c);
-    store_narrow_row(c + 8 * ldc, c8, va, vb, scale, read_c);
-    store_narrow_row(c + 9 * ldc, c9, va, vb, scale, read_c);
-    store_narrow_row(c + 10 * ldc, c10, va, vb, scale, read_c);
-    store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);
+    STORE_NARROW_ROWS();
 }
 
 /* Thin columns: THIN (1-4) columns of the tile as vectors down its MR
@@ -349,18 +356,7 @@ thin_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     int scale = alpha != 1.0f, read_c = beta != 0.0f;
     if (WIDE) {
-        store_narrow_row(c + 0 * ldc, c0, va, vb, scale, read_c);
-        store_narrow_row(c + 1 * ldc, c1, va, vb, scale, read_c);
-        store_narrow_row(c + 2 * ldc, c2, va, vb, scale, read_c);
-        store_narrow_row(c + 3 * ldc, c3, va, vb, scale, read_c);
-        store_narrow_row(c + 4 * ldc, c4, va, vb, scale, read_c);
-        store_narrow_row(c + 5 * ldc, c5, va, vb, scale, read_c);
-        store_narrow_row(c + 6 * ldc, c6, va, vb, scale, read_c);
-        store_narrow_row(c + 7 * ldc, c7, va, vb, scale, read_c);
-        store_narrow_row(c + 8 * ldc, c8, va, vb, scale, read_c);
-        store_narrow_row(c + 9 * ldc, c9, va, vb, scale, read_c);
-        store_narrow_row(c + 10 * ldc, c10, va, vb, scale, read_c);
-        store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);
+        STORE_NARROW_ROWS();
     }
     float *thin = c + 16 * WIDE;
     store_thin_column(thin, ldc, thin0, va, vb, scale, read_c);
