@@ -283,33 +283,12 @@ static inline void store_narrow_row(float *c, __m512 acc, __m512 alpha,
         store_narrow_row(c + 11 * ldc, c11, va, vb, scale, read_c);            \
     } while (0)
 
-/* The first LOCUS__AVX512_NARROW_NR columns of the tile only, for a last
- * micro-panel that has no more (a 14x14 image is 6 of 32 and 4): half
- * the arithmetic of a whole tile, with the same products summed in the
- * same order, so each element gets the same bits as from the whole tile. */
-void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
-                                size_t ldb, float *c, size_t ldc, float alpha,
-                                float beta)
-{
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0,
-           c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
-#pragma GCC unroll 4
-    for (size_t p = 0; p < kc; p++) {
-        NARROW_STEP(0);
-        a += MR;
-        b += ldb;
-    }
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    int scale = alpha != 1.0f, read_c = beta != 0.0f;
-    STORE_NARROW_ROWS();
-}
-
-/* Thin columns: THIN (1-4) columns of the tile as vectors down its MR
- * rows (lane i: row i; A's step one masked load of its MR floats, B's
- * value in each column one broadcast), after WIDE (0 or 1) vectors of 16
- * columns as in the narrow kernel, in one loop. Every element is the same
- * chain of multiply-adds over the steps in order, then the same alpha
- * and beta, as in the whole tile, so the same bits. */
+/* The first 16 WIDE (WIDE 0 or 1) columns of the tile as rows of a 16-lane
+ * vector, then THIN (0-4) more as vectors down its MR rows (lane i: row
+ * i; A's step one masked load of its MR floats, B's value in each column
+ * one broadcast), in one loop: the narrow kernel is WIDE 1, THIN 0. Every
+ * element is the same chain of multiply-adds over the steps in order, then the
+ * same alpha and beta, as in the whole tile, so the same bits. */
 #define THIN_COLUMN(t)                                                         \
     do {                                                                       \
         if ((t) < THIN)                                                        \
@@ -359,7 +338,8 @@ thin_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
         STORE_NARROW_ROWS();
     }
     float *thin = c + 16 * WIDE;
-    store_thin_column(thin, ldc, thin0, va, vb, scale, read_c);
+    if (THIN > 0)
+        store_thin_column(thin, ldc, thin0, va, vb, scale, read_c);
     if (THIN > 1)
         store_thin_column(thin + 1, ldc, thin1, va, vb, scale, read_c);
     if (THIN > 2)
@@ -368,36 +348,35 @@ thin_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
         store_thin_column(thin + 3, ldc, thin3, va, vb, scale, read_c);
 }
 
+/* The first LOCUS__AVX512_NARROW_NR columns of the tile only, for a last
+ * micro-panel that has no more (a 14x14 image is 6 of 32 and 4): half
+ * the arithmetic of a whole tile, with the same products summed in the
+ * same order, so each element gets the same bits as from the whole tile. */
+void locus__sgemm_avx512_narrow(size_t kc, const float *a, const float *b,
+                                size_t ldb, float *c, size_t ldc, float alpha,
+                                float beta)
+{
+    thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 0);
+}
+
 void locus__sgemm_avx512_thin(size_t kc, const float *a, const float *b,
                               size_t ldb, float *c, size_t ldc, float alpha,
                               float beta, size_t cols)
 {
     /* One inlined tile per count (cols: 1-4 or 17-20). */
-    const int wide = cols > LOCUS__AVX512_NARROW_NR;
-    switch (wide ? cols - LOCUS__AVX512_NARROW_NR : cols) {
-    case 1:
-        if (wide)
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 1);
-        else
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 1);
-        break;
-    case 2:
-        if (wide)
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 2);
-        else
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 2);
-        break;
-    case 3:
-        if (wide)
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 3);
-        else
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 3);
-        break;
+#define THIN_CASE(n)                                                           \
+    case n:                                                                    \
+        if (cols > LOCUS__AVX512_NARROW_NR)                                    \
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, n);               \
+        else                                                                   \
+            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, n);               \
+        break
+    switch (cols % LOCUS__AVX512_NARROW_NR) {
+        THIN_CASE(1);
+        THIN_CASE(2);
+        THIN_CASE(3);
     default:
-        if (wide)
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 1, 4);
-        else
-            thin_tile(kc, a, b, ldb, c, ldc, alpha, beta, 0, 4);
-        break;
+        THIN_CASE(4);
     }
+#undef THIN_CASE
 }
