@@ -80,6 +80,7 @@
 
 #include "conv_direct.h"
 #include "conv_implicit_pack.h"
+#include "gemm_block.h"
 #include "pieces.h"
 #include "shares.h"
 
@@ -401,32 +402,6 @@ static void prepare_block(const implicit_job *job, size_t b, size_t i0,
     locus__pieces_wait(state, i0, i1);
 }
 
-/* A tile cut by the last output position or the last filter row: the
- * kernel computes a whole mr x nr tile into a local buffer and only the
- * part inside the output is copied in (beta 1) and out. The arithmetic is
- * that of a whole tile, so results do not depend on where edges fall.
- * B's rows are ldb apart (nr when packed). */
-static void edge_tile(const locus__cpu_isa *isa, size_t kc, const float *a,
-                      const float *b, size_t ldb, float *c, size_t ldc,
-                      size_t rows, size_t cols, float beta)
-{
-    float tile[LOCUS__MAX_MR * LOCUS__MAX_NR] = {0.0f};
-    size_t nr = isa->nr;
-    if (beta != 0.0f)
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++)
-                tile[i * nr + j] = c[i * ldc + j];
-    if (locus__cpu_isa_thin_takes(isa, cols))
-        isa->sgemm_thin(kc, a, b, ldb, tile, nr, 1.0f, beta, cols);
-    else if (isa->sgemm_narrow && cols <= isa->narrow_nr)
-        isa->sgemm_narrow(kc, a, b, ldb, tile, nr, 1.0f, beta);
-    else
-        isa->sgemm_strided(kc, a, b, ldb, tile, nr, 1.0f, beta);
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            c[i * ldc + j] = tile[i * nr + j];
-}
-
 /* Shared B piece of micro-panel column t of image n, depth block b. */
 static float *b_piece(const implicit_job *job, size_t n, size_t t, size_t b)
 {
@@ -555,8 +530,9 @@ static void run_share(const implicit_job *job, size_t n, size_t t0, size_t t1,
                                                     in_place ? pq : nr, c, pq,
                                                     1.0f, beta, rows);
                         else
-                            edge_tile(isa, kcb, a, b, in_place ? pq : nr, c, pq,
-                                      rows, cols, beta);
+                            locus__sgemm_edge_tile(isa, kcb, a, b,
+                                                   in_place ? pq : nr, c, pq,
+                                                   rows, cols, 1.0f, beta);
                         /* The layer's bias and activation while the tile
                          * is in L1 (conv_epilogue.h). */
                         if (last)

@@ -110,6 +110,18 @@ void locus__sgemm_pack_a(const locus__sgemm *g, size_t mr, size_t i0, size_t mc,
 void locus__sgemm_pack_b(const locus__sgemm *g, size_t nr, size_t p0, size_t kc,
                          size_t j0, size_t nc, float *bp);
 
+/* A tile cut by the edge of C, its first `rows` x `cols` (rows ldc
+ * apart) = alpha * a b + beta * C from the packed A micro-panel and B's
+ * rows ldb apart (nr where packed): the ISA's kernel for that many
+ * columns (thin, narrow, or the whole tile) computes it into a local
+ * buffer and only that part is copied in and out. Each element is the
+ * same arithmetic as in a whole tile, so a result does not depend on
+ * where the edges fall. */
+void locus__sgemm_edge_tile(const locus__cpu_isa *isa, size_t kc,
+                            const float *a, const float *b, size_t ldb,
+                            float *c, size_t ldc, size_t rows, size_t cols,
+                            float alpha, float beta);
+
 /* C[0..mc)[0..nc) (rows ldc apart) = alpha * ap bp + beta * C over packed
  * blocks of depth kc; beta == 0 never reads C. The columns are taken in
  * sweeps of sweep_cols (a multiple of nr), each sweep over every A

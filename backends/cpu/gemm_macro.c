@@ -8,13 +8,10 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* A tile cut by the edge of C: the kernel computes a whole mr x nr tile
- * into a local buffer, and only the part inside C is copied in and out.
- * The arithmetic is the same as for a whole tile, so a result does not
- * depend on where the edges fall. */
-static void edge_tile(const locus__cpu_isa *isa, size_t rows, size_t cols,
-                      size_t kc, const float *ap, const float *bp, float *c,
-                      size_t ldc, float alpha, float beta)
+void locus__sgemm_edge_tile(const locus__cpu_isa *isa, size_t kc,
+                            const float *a, const float *b, size_t ldb,
+                            float *c, size_t ldc, size_t rows, size_t cols,
+                            float alpha, float beta)
 {
     float tile[LOCUS__MAX_MR * LOCUS__MAX_NR] = {0.0f};
     size_t nr = isa->nr;
@@ -23,11 +20,11 @@ static void edge_tile(const locus__cpu_isa *isa, size_t rows, size_t cols,
             for (size_t j = 0; j < cols; j++)
                 tile[i * nr + j] = c[i * ldc + j];
     if (locus__cpu_isa_thin_takes(isa, cols))
-        isa->sgemm_thin(kc, ap, bp, nr, tile, nr, alpha, beta, cols);
+        isa->sgemm_thin(kc, a, b, ldb, tile, nr, alpha, beta, cols);
     else if (isa->sgemm_narrow && cols <= isa->narrow_nr)
-        isa->sgemm_narrow(kc, ap, bp, nr, tile, nr, alpha, beta);
+        isa->sgemm_narrow(kc, a, b, ldb, tile, nr, alpha, beta);
     else
-        isa->sgemm(kc, ap, bp, tile, nr, alpha, beta);
+        isa->sgemm_strided(kc, a, b, ldb, tile, nr, alpha, beta);
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++)
             c[i * ldc + j] = tile[i * nr + j];
@@ -50,7 +47,8 @@ void locus__sgemm_macro(const locus__cpu_isa *isa, size_t mc, size_t nc,
                 if (rows == mr && cols == nr)
                     isa->sgemm(kc, a, b, ct, ldc, alpha, beta);
                 else
-                    edge_tile(isa, rows, cols, kc, a, b, ct, ldc, alpha, beta);
+                    locus__sgemm_edge_tile(isa, kc, a, b, nr, ct, ldc, rows,
+                                           cols, alpha, beta);
             }
         }
     }
